@@ -1,0 +1,333 @@
+"""The rules configuration: one frozen object, built from a preset plus overrides.
+
+Every difference between the rule families of RULES.md is a field here; the engine, the
+environments, the bots, the records and the command line all read this one object. Its JSON
+form has exactly the fields of INTERFACES.md ("Rules configuration").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from arschloch_env.cards import ALL_RANKS, SKAT_RANKS, SUITS
+
+
+class RulesError(ValueError):
+    """A rules configuration that names an unknown preset or field, or a value out of range."""
+
+
+_CULO = dict(
+    rank_order=SKAT_RANKS, deal="equal", leftover_swap=True, first_leader="lowest_club",
+    no_finish_on_top=True, top_card_ends_trick=True, exchange_cards=2, exchange_cards_3p=1,
+    vice_exchange_cards=1, rounds=5, target_points=None, winner="president",
+)
+PRESETS: dict[str, dict[str, Any]] = {
+    "culo": _CULO,
+    "culo-points": {**_CULO, "rounds": None, "target_points": 15, "winner": "points"},
+    "culo-ten": {**_CULO, "rank_order": ("7", "8", "9", "J", "Q", "K", "A", "T")},
+    "culo-52": {**_CULO, "rank_order": ALL_RANKS},
+    "tavern": dict(
+        rank_order=("3", "4", "5", "6", "7", "8", "9", "T", "J", "Q", "K", "A", "2"),
+        deal="all", leftover_swap=False, first_leader="rotate", no_finish_on_top=False,
+        top_card_ends_trick=False, exchange_cards=2, exchange_cards_3p=2, vice_exchange_cards=1,
+        rounds=5, target_points=None, winner="points",
+    ),
+}
+
+_CHOICES = {
+    "deal": ("equal", "all"),
+    "first_leader": ("lowest_club", "rotate"),
+    "winner": ("president", "points"),
+}
+_BOOLS = ("leftover_swap", "no_finish_on_top", "top_card_ends_trick")
+_EXCHANGE = ("exchange_cards", "exchange_cards_3p", "vice_exchange_cards")
+TITLES = ("President", "Vice-President", "Citizen", "Vice-Arschloch", "Arschloch")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """One complete rule set. Build it with :meth:`from_preset` or :func:`make_rules`."""
+
+    preset: str
+    """Name of the preset it was built from (RULES.md section 4)."""
+    num_players: int
+    """Players at the table, 3..6."""
+    rank_order: tuple[str, ...]
+    """Ranks from lowest to highest; the deck is these ranks in four suits."""
+    deal: str
+    """``"equal"``: equal hands, the rest left over; ``"all"``: every card is dealt."""
+    leftover_swap: bool
+    """From round 2 on, 3rd and 4th place swap a card with the face-up left-over cards."""
+    first_leader: str
+    """Round-1 leader: ``"lowest_club"`` (holder of the lowest club) or ``"rotate"`` (seat k mod n)."""
+    no_finish_on_top: bool
+    """A finishing play may not be of the top rank; a top-rank-only hand is ranked from the bottom."""
+    top_card_ends_trick: bool
+    """A play of the highest rank still in play ends the trick at once."""
+    exchange_cards: int
+    """Cards the President/Arschloch pair swaps with 4 or more players."""
+    exchange_cards_3p: int
+    """Cards the President/Arschloch pair swaps with 3 players."""
+    vice_exchange_cards: int
+    """Cards the Vice pair swaps (4 or more players)."""
+    rounds: int | None
+    """The match is this many rounds (exactly one of ``rounds`` and ``target_points`` is set)."""
+    target_points: int | None
+    """The match ends with the round in which someone reaches this total."""
+    winner: str
+    """``"president"``: the President of the last round wins; ``"points"``: highest total, ties share."""
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def from_preset(cls, preset: str = "culo", num_players: int = 4, **overrides: Any) -> "Rules":
+        """A preset with any of its fields overridden.
+
+        Setting one of ``rounds``/``target_points`` without the other clears the other, so that
+        ``tavern`` with ``target_points=15`` is a valid first-to-15 match.
+
+        Raises:
+            RulesError: unknown preset or field, or a value out of range.
+        """
+        if preset not in PRESETS:
+            raise RulesError(f"unknown preset {preset!r}; allowed: {', '.join(PRESETS)}")
+        values = dict(PRESETS[preset])
+        unknown = sorted(set(overrides) - set(values) - {"num_players", "preset"})
+        if unknown:
+            raise RulesError(f"unknown rules field(s) {', '.join(unknown)}; allowed: "
+                             f"{', '.join(FIELD_NAMES)}")
+        if "rounds" in overrides and "target_points" not in overrides:
+            values["target_points"] = None
+        if "target_points" in overrides and "rounds" not in overrides:
+            values["rounds"] = None
+        values.update(overrides)
+        values["preset"] = preset
+        values.setdefault("num_players", num_players)
+        if "rank_order" in values and isinstance(values["rank_order"], (list, tuple)):
+            values["rank_order"] = tuple(values["rank_order"])
+        return cls(**values)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Rules":
+        """From the JSON form, or from ``{"preset": ..., <some fields>}`` (the rest from the preset).
+
+        Raises:
+            RulesError: as :meth:`from_preset`, or ``data`` is not a mapping.
+        """
+        if not isinstance(data, dict):
+            raise RulesError(f"rules must be a mapping of field names to values, got "
+                             f"{type(data).__name__}")
+        data = dict(data)
+        preset = data.pop("preset", "culo")
+        return cls.from_preset(preset, **data)
+
+    def replace(self, **overrides: Any) -> "Rules":
+        """A copy with some fields changed (same semantics as :meth:`from_preset`)."""
+        values = self.to_dict()
+        preset = values.pop("preset")
+        if "rounds" in overrides and "target_points" not in overrides:
+            values["target_points"] = None
+        if "target_points" in overrides and "rounds" not in overrides:
+            values["rounds"] = None
+        values.update(overrides)
+        return Rules.from_preset(preset, **values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: exactly the fields of INTERFACES.md, ``rank_order`` as a list."""
+        out = {f: getattr(self, f) for f in FIELD_NAMES}
+        out["rank_order"] = list(self.rank_order)
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    # -- derived facts (not serialised) -------------------------------------------------------
+
+    @cached_property
+    def num_ranks(self) -> int:
+        return len(self.rank_order)
+
+    @cached_property
+    def deck_size(self) -> int:
+        return 4 * len(self.rank_order)
+
+    @cached_property
+    def top_rank(self) -> int:
+        """Index of the highest rank (the ace in ``culo``, the 2 in ``tavern``)."""
+        return len(self.rank_order) - 1
+
+    @cached_property
+    def rank_index(self) -> dict[str, int]:
+        return {r: i for i, r in enumerate(self.rank_order)}
+
+    @cached_property
+    def lowest_club(self) -> tuple[int, int]:
+        """The round-1 starting card under ``lowest_club``: the club of the lowest rank."""
+        return 0, SUITS.index("C")
+
+    @cached_property
+    def president_exchange(self) -> int:
+        """Cards the President/Arschloch pair swaps at this table size."""
+        return self.exchange_cards_3p if self.num_players == 3 else self.exchange_cards
+
+    @cached_property
+    def vice_exchange(self) -> int:
+        """Cards the Vice pair swaps at this table size (0 with 3 players)."""
+        return 0 if self.num_players == 3 else self.vice_exchange_cards
+
+    @cached_property
+    def hand_sizes(self) -> tuple[int, ...]:
+        """Cards dealt to the dealer's first, second, ... recipient."""
+        n, d = self.num_players, self.deck_size
+        if self.deal == "equal":
+            return (d // n,) * n
+        return tuple(d // n + (1 if i < d % n else 0) for i in range(n))
+
+    @cached_property
+    def num_leftover(self) -> int:
+        return self.deck_size - sum(self.hand_sizes)
+
+    @cached_property
+    def max_hand_size(self) -> int:
+        return math.ceil(self.deck_size / self.num_players)
+
+    def titles_for(self) -> tuple[str, ...]:
+        """Titles by place (index 0 = 1st place) at this table size."""
+        n = self.num_players
+        if n == 3:
+            return ("President", "Citizen", "Arschloch")
+        return ("President", "Vice-President") + ("Citizen",) * (n - 4) + (
+            "Vice-Arschloch", "Arschloch")
+
+
+FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Rules))
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _validate(r: Rules) -> None:
+    if r.preset not in PRESETS:
+        raise RulesError(f"preset: unknown preset {r.preset!r}; allowed: {', '.join(PRESETS)}")
+    if not _is_int(r.num_players) or not 3 <= r.num_players <= 6:
+        raise RulesError(f"num_players: {r.num_players!r} is not allowed; the game is for "
+                         f"3 to 6 players")
+    order = r.rank_order
+    if (not isinstance(order, tuple) or not all(isinstance(x, str) for x in order)
+            or sorted(order) not in (sorted(SKAT_RANKS), sorted(ALL_RANKS))):
+        raise RulesError(f"rank_order: {list(order) if isinstance(order, tuple) else order!r} "
+                         f"must be a permutation of the 8 ranks {' '.join(SKAT_RANKS)} or of "
+                         f"all 13 ranks {' '.join(ALL_RANKS)}")
+    for name, allowed in _CHOICES.items():
+        if getattr(r, name) not in allowed:
+            raise RulesError(f"{name}: {getattr(r, name)!r} is not allowed; allowed: "
+                             f"{', '.join(allowed)}")
+    for name in _BOOLS:
+        if not isinstance(getattr(r, name), bool):
+            raise RulesError(f"{name}: {getattr(r, name)!r} is not allowed; allowed: true, false")
+    for name in _EXCHANGE:
+        v = getattr(r, name)
+        if not _is_int(v) or not 0 <= v <= 3:
+            raise RulesError(f"{name}: {v!r} is not allowed; allowed: an integer 0..3")
+    if r.vice_exchange_cards > r.exchange_cards:
+        raise RulesError(f"vice_exchange_cards: {r.vice_exchange_cards} is more than "
+                         f"exchange_cards ({r.exchange_cards}); allowed: 0..{r.exchange_cards}")
+    if (r.rounds is None) == (r.target_points is None):
+        raise RulesError("rounds, target_points: exactly one of them must be set (the other "
+                         f"null); got rounds={r.rounds!r}, target_points={r.target_points!r}")
+    for name in ("rounds", "target_points"):
+        v = getattr(r, name)
+        if v is not None and (not _is_int(v) or not 1 <= v <= 1000):
+            raise RulesError(f"{name}: {v!r} is not allowed; allowed: an integer 1..1000 or null")
+
+
+def make_rules(rules: "Rules | str | dict | None" = "culo", num_players: int | None = None,
+               **overrides: Any) -> Rules:
+    """Rules from a preset name, a dict, a YAML/JSON file path or a Rules object, plus overrides.
+
+    ``num_players`` (when given) and ``overrides`` are applied on top.
+
+    Raises:
+        RulesError: anything invalid, naming the field and the allowed values.
+    """
+    if num_players is not None:
+        overrides["num_players"] = num_players
+    if rules is None:
+        rules = "culo"
+    if isinstance(rules, Rules):
+        return rules.replace(**overrides) if overrides else rules
+    if isinstance(rules, dict):
+        return Rules.from_dict({**rules, **overrides})
+    if isinstance(rules, (str, Path)):
+        name = str(rules)
+        if name in PRESETS:
+            return Rules.from_preset(name, **overrides)
+        if name.endswith((".json", ".yaml", ".yml")) or Path(name).is_file():
+            return Rules.from_dict({**load_rules_file(name), **overrides})
+        raise RulesError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)} "
+                         f"(or a .yaml/.json rules file)")
+    raise RulesError(f"rules: expected a preset name, a dict or a file, got {type(rules).__name__}")
+
+
+def load_rules_file(path: str | Path) -> dict[str, Any]:
+    """Reads a rules mapping from a YAML or JSON file."""
+    p = Path(path)
+    if not p.is_file():
+        raise RulesError(f"rules file {str(p)!r} does not exist")
+    text = p.read_text(encoding="utf-8")
+    try:
+        if p.suffix == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+            data = yaml.safe_load(text)
+    except Exception as exc:  # noqa: BLE001 - any parse error becomes one clear message
+        raise RulesError(f"rules file {str(p)!r} cannot be parsed: {exc}") from None
+    if not isinstance(data, dict):
+        raise RulesError(f"rules file {str(p)!r} must hold a mapping of field names to values")
+    return data
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Parses one ``FIELD=VALUE`` of ``--set`` into a typed pair.
+
+    Values: ``true``/``false``, ``null``/``none``, integers, comma-separated lists
+    (``rank_order=7,8,9,J,Q,K,A,T``), otherwise the string.
+
+    Raises:
+        RulesError: no ``=``, or an unknown field.
+    """
+    if "=" not in text:
+        raise RulesError(f"--set {text!r}: expected FIELD=VALUE, e.g. rounds=1")
+    key, raw = text.split("=", 1)
+    key = key.strip()
+    if key not in FIELD_NAMES or key == "preset":
+        raise RulesError(f"--set {text!r}: unknown rules field {key!r}; allowed: "
+                         f"{', '.join(f for f in FIELD_NAMES if f != 'preset')}")
+    raw = raw.strip()
+    low = raw.lower()
+    value: Any
+    if key == "rank_order":
+        value = tuple(x.strip().upper() for x in raw.replace(" ", ",").split(",") if x.strip())
+    elif low in ("true", "yes", "on"):
+        value = True
+    elif low in ("false", "no", "off"):
+        value = False
+    elif low in ("null", "none", ""):
+        value = None
+    else:
+        try:
+            value = int(raw)
+        except ValueError:
+            value = raw
+    return key, value
