@@ -301,6 +301,7 @@ class Game:
         hand[r] ^= mask
         self.sizes[s] -= k
         self.gone[r] += k
+        self.played[r] += k
         self.plays.append((s, r, mask))
         self.table_rank, self.table_count, self.table_seat = r, k, s
         self.passes = 0
@@ -395,6 +396,7 @@ class Game:
         self.face_down = list(leftover)
         self.face_up = [0] * self.R
         self.gone = [0] * self.R
+        self.played = [0] * self.R
         self.to_give = 0
         self.give_to = -1
         self._give_buffer: list[tuple[int, int]] = []
@@ -661,6 +663,7 @@ class Game:
         g.face_down = self.face_down[:]
         g.face_up = self.face_up[:]
         g.gone = self.gone[:]
+        g.played = self.played[:]
         g.totals = self.totals[:]
         g.titles = self.titles[:]
         g.tasks = self.tasks[:]

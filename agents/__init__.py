@@ -1,0 +1,7 @@
+"""Bots for Arschloch, all behind one protocol (see :mod:`agents.base`)."""
+
+from agents.base import Agent, AgentSpecError, agent_label, make_agent, resolve_agents
+from agents.random_agent import RandomAgent
+
+__all__ = ["Agent", "AgentSpecError", "RandomAgent", "agent_label", "make_agent",
+           "resolve_agents"]

@@ -1,0 +1,114 @@
+"""The agent protocol and agent specs.
+
+An agent is any object with ``act(observation, view) -> int`` returning a legal action id,
+where ``observation`` is the AEC observation dict of its seat (``observation`` and
+``action_mask``) and ``view`` the public view of INTERFACES.md. It may have
+``reset(rules, seat, seed)`` (rules as the JSON dict), called at the start of every match.
+An agent whose ``uses_view`` attribute is ``False`` is handed ``None`` instead of the view,
+which saves building it.
+
+Agent specs, accepted by every command and API that takes agents:
+
+* a built-in name: ``random`` (more in :data:`BUILTIN`);
+* a bundle path: a directory holding an exported bot's ``manifest.json``;
+* ``package.module:ClassName``: a user's own class, constructed without arguments.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Callable, Protocol, runtime_checkable
+
+
+class AgentSpecError(ValueError):
+    """An agent spec that names no built-in bot, bundle or importable class."""
+
+
+@runtime_checkable
+class Agent(Protocol):
+    def act(self, observation: dict, view: dict | None) -> int: ...
+
+
+def _random() -> Any:
+    from agents.random_agent import RandomAgent
+    return RandomAgent()
+
+
+BUILTIN: dict[str, Callable[[], Any]] = {"random": _random}
+
+
+def register_builtin(name: str, factory: Callable[[], Any]) -> None:
+    """Makes ``name`` a built-in agent spec."""
+    BUILTIN[name] = factory
+
+
+class CallableAgent:
+    """Wraps a plain function ``f(observation, view) -> int`` as an agent."""
+
+    def __init__(self, fn: Callable[[dict, dict | None], int]):
+        self.fn = fn
+        self.name = getattr(fn, "__name__", "callable")
+        self.uses_view = getattr(fn, "uses_view", True)
+
+    def act(self, observation: dict, view: dict | None) -> int:
+        return int(self.fn(observation, view))
+
+
+def make_agent(spec: Any) -> Any:
+    """An agent from a spec string, or the object itself if it already is an agent.
+
+    Raises:
+        AgentSpecError: the spec is unknown, the class cannot be imported or made, or the
+            object has no ``act`` method.
+    """
+    if not isinstance(spec, (str, Path)):
+        if hasattr(spec, "act"):
+            return spec
+        if callable(spec):
+            return CallableAgent(spec)
+        raise AgentSpecError(f"agent {spec!r} has no act(observation, view) method")
+    text = str(spec)
+    if text in BUILTIN:
+        return BUILTIN[text]()
+    path = Path(text)
+    if (path / "manifest.json").is_file():
+        from agents.bundle import load_bundle
+        return load_bundle(path)
+    if ":" in text and not path.exists():
+        module_name, _, cls_name = text.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise AgentSpecError(f"agent spec {text!r}: cannot import module {module_name!r} "
+                                 f"({exc})") from None
+        cls = getattr(module, cls_name, None)
+        if cls is None:
+            raise AgentSpecError(f"agent spec {text!r}: module {module_name!r} has no "
+                                 f"{cls_name!r}")
+        try:
+            agent = cls()
+        except Exception as exc:  # noqa: BLE001 - any constructor failure is the spec's fault
+            raise AgentSpecError(f"agent spec {text!r}: {cls_name}() failed: {exc}") from None
+        if not hasattr(agent, "act"):
+            raise AgentSpecError(f"agent spec {text!r}: {cls_name} has no act(observation, "
+                                 f"view) method")
+        return agent
+    if path.exists():
+        raise AgentSpecError(f"agent spec {text!r}: {path} holds no bot bundle "
+                             f"(manifest.json missing)")
+    raise AgentSpecError(f"unknown agent spec {text!r}; allowed: a built-in name "
+                         f"({', '.join(sorted(BUILTIN))}), a bundle directory, or "
+                         f"package.module:ClassName")
+
+
+def resolve_agents(specs: list[Any]) -> list[Any]:
+    """Makes every spec into an agent, failing on the first bad one before any game."""
+    return [make_agent(s) for s in specs]
+
+
+def agent_label(spec: Any) -> str:
+    """A short name of an agent or spec, for records and tables."""
+    if isinstance(spec, (str, Path)):
+        return str(spec)
+    return str(getattr(spec, "name", type(spec).__name__))

@@ -1,0 +1,66 @@
+"""Playing matches between agents on the engine: the loop every command and env shares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arschloch_env.engine import Game, IllegalActionError, player_name
+from arschloch_env.observation import Encoder
+from arschloch_env.view import public_view
+
+
+class AgentError(RuntimeError):
+    """An agent returned something that is not a legal action."""
+
+
+def observation_of(game: Game, encoder: Encoder, seat: int) -> dict:
+    """The AEC observation dict of ``seat`` (mask all 0 unless it is the seat to act)."""
+    import numpy as np
+    if seat == game.current and not game.is_over:
+        mask = game.legal_mask()
+    else:
+        mask = np.zeros(game.codec.size, dtype=np.int8)
+    return {"observation": encoder.observe(game, seat), "action_mask": mask}
+
+
+def ask(agent: Any, game: Game, encoder: Encoder) -> int:
+    """The action ``agent`` chooses for the seat to act."""
+    seat = game.current
+    view = public_view(game, seat) if getattr(agent, "uses_view", True) else None
+    return agent.act(observation_of(game, encoder, seat), view)
+
+
+def agent_step(agent: Any, game: Game, encoder: Encoder) -> None:
+    """Asks the agent of the seat to act and applies its action.
+
+    Raises:
+        AgentError: the agent's action is not legal (the state is unchanged).
+    """
+    seat = game.current
+    action = ask(agent, game, encoder)
+    try:
+        game.step(action)
+    except (IllegalActionError, ValueError) as exc:
+        raise AgentError(f"agent {getattr(agent, 'name', type(agent).__name__)!r} in "
+                         f"{player_name(seat)} chose an illegal action: {exc}") from None
+
+
+def reset_agents(agents: list[Any], rules: dict, seed: int | None) -> None:
+    """Calls ``reset(rules, seat, seed)`` on every agent that has it, with per-seat seeds."""
+    for seat, agent in enumerate(agents):
+        if hasattr(agent, "reset"):
+            agent.reset(rules, seat, None if seed is None else seed * 7 + seat + 1)
+
+
+def play_match(rules, agents: list[Any], seed: int | None = None, match_index: int = 0,
+               record: bool = False, labels: list[str] | None = None) -> Game:
+    """Plays one whole match with one agent per seat and returns the finished game."""
+    game = Game(rules, seed=seed, match_index=match_index, record=record, auto_pass=True,
+                agents={player_name(i): l for i, l in enumerate(labels)} if labels else None)
+    if len(agents) != game.n:
+        raise ValueError(f"{len(agents)} agents for {game.n} seats; give one agent per seat")
+    encoder = Encoder(game.R)
+    reset_agents(agents, game.rules.to_dict(), seed)
+    while not game.is_over:
+        agent_step(agents[game.current], game, encoder)
+    return game

@@ -1,0 +1,103 @@
+"""Game records as JSON Lines (INTERFACES.md "Game records"), written atomically.
+
+A writer streams whole matches into ``<name>.part`` beside the target and renames it to the
+target on close, so a crash never leaves a half-written record behind the final name, and an
+interrupted run that is closed normally keeps every match that finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Iterator
+
+
+class RecordError(ValueError):
+    """A record file that is not valid JSON Lines of game events."""
+
+
+class RecordWriter:
+    """Writes matches (lists of events) to a JSON Lines file, atomically per file."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        if self.path.is_dir():
+            raise ValueError(f"record path {str(self.path)!r} is a directory; give a file name")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = self.path.with_name(self.path.name + ".part")
+        self._fh = open(self.tmp, "w", encoding="utf-8")
+        self.matches = 0
+
+    def write_match(self, events: list[dict]) -> None:
+        """Appends one whole match; the lines reach the disk before the next match starts."""
+        self._fh.write("".join(json.dumps(e, separators=(", ", ": ")) + "\n" for e in events))
+        self._fh.flush()
+        self.matches += 1
+
+    def close(self) -> None:
+        """Makes the file appear under its final name (also after an interrupted run)."""
+        if self._fh.closed:
+            return
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._fh.close()
+        os.replace(self.tmp, self.path)
+
+    def __enter__(self) -> "RecordWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def read_events(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
+    """Yields (line number, event) of a record file.
+
+    Raises:
+        RecordError: a line that is not a JSON object with an ``event`` field.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise RecordError(f"record file {str(p)!r} does not exist")
+    with open(p, encoding="utf-8") as fh:
+        for no, line in enumerate(fh, 1):
+            if not line.strip():
+                raise RecordError(f"{p}:{no}: blank line (records have one event per line)")
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise RecordError(f"{p}:{no}: not valid JSON ({exc.msg}); the file may be "
+                                  f"truncated or corrupt") from None
+            if not isinstance(event, dict) or not isinstance(event.get("event"), str):
+                raise RecordError(f"{p}:{no}: not a game event (a JSON object with an "
+                                  f"'event' field)")
+            yield no, event
+
+
+def read_matches(path: str | os.PathLike) -> Iterator[list[tuple[int, dict]]]:
+    """Yields each match as a list of (line number, event), from ``match`` to ``match_end``.
+
+    Raises:
+        RecordError: malformed lines, events outside a match, or a match without its end.
+    """
+    current: list[tuple[int, dict]] | None = None
+    last_no = 0
+    for no, event in read_events(path):
+        last_no = no
+        if event["event"] == "match":
+            if current is not None:
+                raise RecordError(f"{path}:{no}: a new match starts before the match of line "
+                                  f"{current[0][0]} ended")
+            current = [(no, event)]
+            continue
+        if current is None:
+            raise RecordError(f"{path}:{no}: event {event['event']!r} outside a match (the "
+                              f"first event of a match is 'match')")
+        current.append((no, event))
+        if event["event"] == "match_end":
+            yield current
+            current = None
+    if current is not None:
+        raise RecordError(f"{path}:{last_no}: the match of line {current[0][0]} has no "
+                          f"match_end; the file is truncated")

@@ -1,0 +1,183 @@
+"""A single-seat Gymnasium environment for sb3-contrib's MaskablePPO.
+
+The learner holds one seat (fixed, or drawn per episode); the other seats are played by
+agents (any object with ``act(observation, view)``, a plain callable of the same signature,
+or an agent spec such as ``"random"``). One episode is one match; the reward is the learner's
+own round-end reward (as in the AEC env), summed over the opponents' moves between two of its
+decisions. ``action_masks()`` is a method of the env itself, so it works through
+``SubprocVecEnv``.
+
+SB3's and Gymnasium's checkers sample actions without a mask, so an illegal action here is void
+as the rules say: nothing changes, the same seat acts again, and the step returns
+``illegal_penalty`` with ``info["illegal"] = True`` (or raises, with ``on_illegal="raise"``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from arschloch_env.arschloch import (
+    REWARD_MODES, _next_match_index, observation_bounds, place_reward,
+)
+from arschloch_env.engine import Game, IllegalActionError
+from arschloch_env.observation import Encoder
+from arschloch_env.records import RecordWriter
+from arschloch_env.render import render_text
+from arschloch_env.rules import Rules, make_rules
+
+OpponentSampler = Callable[[np.random.Generator, int], list]
+
+
+class SingleSeatEnv(gym.Env):
+    """Args:
+        rules, num_players, **overrides: the rules (see :func:`make_rules`).
+        seat: the learner's seat, or ``None`` to draw it uniformly per episode.
+        opponents: one agent/spec for every other seat, or a list of ``n-1`` of them
+            (clockwise from the learner). Default: random legal play.
+        opponent_sampler: instead of ``opponents``, a function ``(rng, k) -> k agents``
+            called at every reset (for leagues).
+        reward: ``"place"`` or ``"points"``.
+        on_illegal: ``"penalty"`` (void, penalised) or ``"raise"``.
+        illegal_penalty: reward of a void illegal action.
+        record_path: write every match as a game record there (closed by ``close()``).
+    """
+
+    metadata = {"render_modes": ["ansi", "human"]}
+
+    def __init__(self, rules: Rules | str | dict = "culo", num_players: int | None = None,
+                 seat: int | None = None, opponents: Any = "random",
+                 opponent_sampler: OpponentSampler | None = None, reward: str = "place",
+                 on_illegal: str = "penalty", illegal_penalty: float = -0.1,
+                 render_mode: str | None = None, record_path: str | None = None,
+                 **overrides: Any):
+        from agents.base import make_agent
+        if num_players is None and not isinstance(rules, (Rules, dict)):
+            num_players = 4
+        self.rules = make_rules(rules, num_players, **overrides)
+        n = self.rules.num_players
+        if seat is not None and not (isinstance(seat, int) and 0 <= seat < n):
+            raise ValueError(f"seat {seat!r} is not a seat of a {n}-player table (0..{n - 1} "
+                             f"or None for a random seat)")
+        if reward not in REWARD_MODES:
+            raise ValueError(f"reward {reward!r}; allowed: {', '.join(REWARD_MODES)}")
+        if on_illegal not in ("penalty", "raise"):
+            raise ValueError(f"on_illegal {on_illegal!r}; allowed: penalty, raise")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode {render_mode!r}; allowed: None, ansi, human")
+        self.fixed_seat = seat
+        self.reward_mode = reward
+        self.on_illegal = on_illegal
+        self.illegal_penalty = float(illegal_penalty)
+        self.render_mode = render_mode
+        self.opponent_sampler = opponent_sampler
+        if opponent_sampler is None:
+            specs = opponents if isinstance(opponents, (list, tuple)) else [opponents] * (n - 1)
+            if len(specs) != n - 1:
+                raise ValueError(f"{len(specs)} opponents for {n - 1} other seats")
+            self.opponents = [make_agent(s) for s in specs]
+        else:
+            self.opponents = []
+        self.encoder = Encoder(self.rules.num_ranks)
+        self.num_actions = 1 + 6 * self.rules.num_ranks
+        low, high = observation_bounds(self.encoder, self.rules)
+        self.observation_space = spaces.Box(low=low, high=high, dtype=np.float32)
+        self.action_space = spaces.Discrete(self.num_actions)
+        self.match_index = -1
+        self.game: Game | None = None
+        self.seat = 0
+        self.illegal_count = 0
+        self._writer = RecordWriter(record_path) if record_path else None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        from agents.runner import reset_agents
+        n = self.rules.num_players
+        self.match_index = _next_match_index(self.match_index, seed, options)
+        self.seat = (self.fixed_seat if self.fixed_seat is not None
+                     else int(self.np_random.integers(n)))
+        if self.opponent_sampler is not None:
+            self.opponents = list(self.opponent_sampler(self.np_random, n - 1))
+        game_seed = int(self.np_random.integers(2**31 - 1))
+        self.game = Game(self.rules, seed=game_seed, match_index=self.match_index,
+                         record=self._writer is not None, auto_pass=True)
+        self.seat_agents = {(self.seat + 1 + i) % n: a for i, a in enumerate(self.opponents)}
+        reset_agents([self.seat_agents.get(s) for s in range(n)], self.rules.to_dict(),
+                     game_seed)
+        reward = self._play_opponents()
+        return self._obs(), {"action_mask": self.action_masks(), "seat": self.seat,
+                             "reward_before_first_move": reward}
+
+    def step(self, action):
+        if self.game is None:
+            raise RuntimeError("call reset() before step()")
+        g = self.game
+        if g.is_over:
+            raise RuntimeError("the match is over; call reset()")
+        try:
+            g.step(action)
+        except IllegalActionError:
+            if self.on_illegal == "raise":
+                raise
+            self.illegal_count += 1
+            return self._obs(), self.illegal_penalty, False, False, {
+                "action_mask": self.action_masks(), "illegal": True,
+                "illegal_count": self.illegal_count}
+        reward = self._learner_reward()
+        reward += self._play_opponents()
+        terminated = g.is_over
+        info = {"action_mask": self.action_masks(), "illegal": False,
+                "illegal_count": self.illegal_count}
+        if terminated:
+            info["places"] = g.last_places
+            info["totals"] = list(g.totals)
+            info["winners"] = list(g.winners)
+            if self._writer is not None:
+                self._writer.write_match(g.events)
+        if self.render_mode == "human":
+            self.render()
+        return self._obs(), reward, terminated, False, info
+
+    def action_masks(self) -> np.ndarray:
+        """Bool mask of the learner's legal actions (all False once the match is over)."""
+        g = self.game
+        if g is None or g.is_over:
+            return np.zeros(self.num_actions, dtype=bool)
+        return g.legal_mask().astype(bool)
+
+    def render(self) -> str | None:
+        if self.render_mode is None or self.game is None:
+            return None
+        text = render_text(self.game, seat=self.seat)
+        if self.render_mode == "human":
+            print(text + "\n")
+            return None
+        return text
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _obs(self) -> np.ndarray:
+        return self.encoder.observe(self.game, self.seat)
+
+    def _learner_reward(self) -> float:
+        g = self.game
+        if g.last_places is None:
+            return 0.0
+        place = g.last_places[self.seat]
+        return place_reward(place, g.n) if self.reward_mode == "place" else float(g.n - place)
+
+    def _play_opponents(self) -> float:
+        """Lets the other seats act until the learner is to act or the match is over."""
+        from agents.runner import agent_step
+        g, reward = self.game, 0.0
+        while not g.is_over and g.current != self.seat:
+            agent_step(self.seat_agents[g.current], g, self.encoder)
+            reward += self._learner_reward()
+        return reward
