@@ -80,6 +80,7 @@ class Game:
         self.rounds_done = 0
         self.last_places: list[int] | None = None
         self.last_points: list[int] | None = None
+        self.round_places: list[list[int]] = []
         self._emit(event="match", index=self.match_index, rules=r.to_dict(),
                    players=[player_name(i) for i in range(n)],
                    agents=dict(agents or {}), seed=seed)
@@ -614,6 +615,7 @@ class Game:
         self.prev_places = places
         self.last_places, self.last_points = places, points
         self.rounds_done += 1
+        self.round_places.append(places)
         self._emit(event="round_end", round=self.round,
                    places={player_name(i): places[i] for i in range(n)},
                    titles={player_name(i): self.titles[i] for i in range(n)},
@@ -667,6 +669,7 @@ class Game:
         g.totals = self.totals[:]
         g.titles = self.titles[:]
         g.tasks = self.tasks[:]
+        g.round_places = self.round_places[:]
         g._give_buffer = self._give_buffer[:]
         g.events = None
         g._deals = None

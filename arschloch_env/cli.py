@@ -1,0 +1,247 @@
+"""The ``arschloch`` command line.
+
+Subcommands: ``simulate`` (matches between agents, game records, summary), ``rules`` (the
+presets and their fields), ``replay`` (re-play a record through the engine and check it),
+and the ones other packages add (``tournament``, ``play``, ``train``, ``export``).
+Every command that takes ``--rules`` also takes ``--set FIELD=VALUE`` (repeatable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Callable
+
+import numpy as np
+
+from arschloch_env.rules import FIELD_NAMES, PRESETS, Rules, RulesError, make_rules, parse_override
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+def add_rules_args(p: argparse.ArgumentParser, players: bool = True) -> None:
+    p.add_argument("--rules", default="culo", metavar="PRESET",
+                   help=f"preset ({', '.join(PRESETS)}) or a YAML/JSON rules file "
+                        f"(default: culo)")
+    if players:
+        p.add_argument("--players", type=int, default=None, metavar="N",
+                       help="players at the table, 3..6 (default: 4)")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   dest="overrides", help="override one rules field, e.g. --set rounds=1 "
+                                          "(repeatable)")
+
+
+def rules_from_args(args: argparse.Namespace) -> Rules:
+    """The rules of ``--rules``, ``--players`` and every ``--set``."""
+    overrides = dict(parse_override(s) for s in args.overrides)
+    players = getattr(args, "players", None)
+    if players is None and "num_players" not in overrides and args.rules in PRESETS:
+        players = 4
+    return make_rules(args.rules, players, **overrides)
+
+
+def match_seed(seed: int | None, index: int) -> int | None:
+    """The seed of match ``index`` of a series started with ``seed`` (independent streams)."""
+    if seed is None:
+        return None
+    return int(np.random.SeedSequence([seed, index]).generate_state(1)[0] >> 1)
+
+
+# -- simulate ---------------------------------------------------------------------------------
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from agents.base import agent_label, resolve_agents
+    from agents.runner import play_match
+    from arschloch_env.records import RecordWriter
+
+    rules = rules_from_args(args)
+    n = rules.num_players
+    specs = args.agents or ["random"] * n
+    if len(specs) == 1:
+        specs = specs * n
+    if len(specs) != n:
+        raise CliError(f"--agents: {len(specs)} specs for {n} seats; give one per seat (in "
+                       f"seat order) or one for all")
+    if args.matches < 1:
+        raise CliError(f"--matches {args.matches}: must be at least 1")
+    agents = resolve_agents(specs)
+    labels = [agent_label(s) for s in specs]
+    writer = RecordWriter(args.record) if args.record else None
+    stats = _Summary(n)
+    try:
+        for i in tqdm(range(args.matches), desc="matches", unit="match", disable=None,
+                      leave=False):
+            game = play_match(rules, agents, seed=match_seed(args.seed, i), match_index=i,
+                              record=writer is not None, labels=labels)
+            stats.add(game)
+            if writer is not None:
+                writer.write_match(game.events)
+    except KeyboardInterrupt:
+        print(f"interrupted after {stats.matches} match(es)", file=sys.stderr)
+    finally:
+        if writer is not None:
+            writer.close()
+    print(stats.table(rules, labels))
+    if writer is not None:
+        print(f"record: {args.record} ({writer.matches} match(es))")
+    return 0
+
+
+class _Summary:
+    """Places and points per seat over many matches."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.matches = 0
+        self.rounds = 0
+        self.place_sum = [0] * n
+        self.points = [0] * n
+        self.president = [0] * n
+        self.arschloch = [0] * n
+        self.wins = [0.0] * n
+
+    def add(self, game) -> None:
+        self.matches += 1
+        for e in game.round_places:
+            self.rounds += 1
+            for s, place in enumerate(e):
+                self.place_sum[s] += place
+                self.points[s] += self.n - place
+                self.president[s] += place == 1
+                self.arschloch[s] += place == self.n
+        for w in game.winners:
+            self.wins[w] += 1.0 / len(game.winners)
+
+    def table(self, rules: Rules, labels: list[str]) -> str:
+        r = max(self.rounds, 1)
+        head = (f"{self.matches} match(es), {self.rounds} round(s) of {rules.preset}, "
+                f"{self.n} players")
+        rows = [head, f"{'seat':9} {'agent':22} {'mean place':>10} {'points/rnd':>10} "
+                      f"{'President':>9} {'Arschloch':>9} {'wins':>6}"]
+        for s in range(self.n):
+            rows.append(f"player_{s:<2} {labels[s][:22]:22} {self.place_sum[s] / r:10.2f} "
+                        f"{self.points[s] / r:10.2f} {self.president[s] / r:9.1%} "
+                        f"{self.arschloch[s] / r:9.1%} {self.wins[s]:6.1f}")
+        return "\n".join(rows)
+
+
+# -- rules ------------------------------------------------------------------------------------
+
+def _cmd_rules(args: argparse.Namespace) -> int:
+    if args.preset is None and not args.overrides and args.players is None:
+        fields = [f for f in FIELD_NAMES if f not in ("preset", "num_players")]
+        rules = {name: Rules.from_preset(name).to_dict() for name in PRESETS}
+        width = max(len(f) for f in fields)
+        print(f"{'field':{width}}  " + "  ".join(f"{p:>22}" for p in PRESETS))
+        for f in fields:
+            cells = []
+            for p in PRESETS:
+                v = rules[p][f]
+                v = "".join(v) if isinstance(v, list) else json.dumps(v)
+                cells.append(f"{v:>22}")
+            print(f"{f:{width}}  " + "  ".join(cells))
+        print("\n`arschloch rules PRESET [--players N] [--set FIELD=VALUE]` prints one as JSON.")
+        return 0
+    args.rules = args.preset or "culo"
+    print(json.dumps(rules_from_args(args).to_dict(), indent=2))
+    return 0
+
+
+# -- replay -----------------------------------------------------------------------------------
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from arschloch_env.records import RecordError
+    from arschloch_env.replay import replay_file
+
+    try:
+        results = replay_file(args.file)
+    except RecordError as exc:
+        print(f"arschloch replay: {exc}", file=sys.stderr)
+        return 2
+    for res in results:
+        if not args.quiet:
+            print("\n".join(res.lines))
+        if not res.ok:
+            print(f"{args.file}:{res.error_line}: match {res.index}: {res.error}",
+                  file=sys.stderr)
+            return 1
+    print(f"{args.file}: {len(results)} match(es) replayed; every event follows the rules")
+    return 0
+
+
+# -- wiring -----------------------------------------------------------------------------------
+
+Command = Callable[[argparse.Namespace], int]
+# Subcommands from other packages: name -> "module:function" that adds its parser.
+EXTERNAL = {
+    "tournament": "train.tournament_cli:add_parser",
+    "play": "agents.human:add_parser",
+    "train": "train.cli:add_train_parser",
+    "export": "train.cli:add_export_parser",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="arschloch", description="Arschloch (President) "
+                                     "reinforcement-learning kit.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("simulate", help="play matches between agents and write game records")
+    add_rules_args(p)
+    p.add_argument("--matches", type=int, default=10, metavar="M", help="matches (default 10)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the series")
+    p.add_argument("--record", metavar="FILE", help="write the game records (JSON Lines)")
+    p.add_argument("--agents", nargs="+", metavar="SPEC",
+                   help="one agent spec per seat in seat order, or one for all (default: "
+                        "random)")
+    p.set_defaults(func=_cmd_simulate)
+
+    p = sub.add_parser("rules", help="print the presets and their fields")
+    p.add_argument("preset", nargs="?", help="print this preset (with overrides) as JSON")
+    p.add_argument("--players", type=int, default=None, metavar="N")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   dest="overrides")
+    p.set_defaults(func=_cmd_rules)
+
+    p = sub.add_parser("replay", help="re-play a game record through the engine and check it")
+    p.add_argument("file", help="a game record (JSON Lines)")
+    p.add_argument("--quiet", action="store_true", help="only check; print no game")
+    p.set_defaults(func=_cmd_replay)
+
+    import importlib
+    for name, target in EXTERNAL.items():
+        module_name, _, fn = target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        getattr(module, fn)(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from agents.base import AgentSpecError
+    from agents.runner import AgentError
+    from arschloch_env.engine import DealError, IllegalActionError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except (CliError, RulesError, AgentSpecError, DealError) as exc:
+        print(f"arschloch {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except (AgentError, IllegalActionError) as exc:
+        print(f"arschloch {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

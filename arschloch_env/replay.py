@@ -1,0 +1,176 @@
+"""Re-playing game records through the engine: a record is valid when the engine, fed the
+record's deals and decisions, writes exactly the record's events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from arschloch_env.cards import CardError, parse_card
+from arschloch_env.engine import GIVE, LAY, TAKE, DealError, Game, IllegalActionError
+from arschloch_env.records import RecordError, read_matches
+from arschloch_env.rules import Rules, RulesError
+
+_CARD_LISTS = ("cards", "leftover")
+
+
+@dataclass
+class ReplayResult:
+    """The outcome of re-playing one match."""
+
+    index: int
+    lines: list[str] = field(default_factory=list)
+    error: str | None = None
+    error_line: int | None = None
+    game: Game | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _canon(event: dict) -> dict:
+    """Card lists compared as sets: a record may list a hand in any order."""
+    out = dict(event)
+    for key in _CARD_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = sorted(map(str, out[key]))
+    if isinstance(out.get("hands"), dict):
+        out["hands"] = {k: sorted(map(str, v)) if isinstance(v, list) else v
+                        for k, v in out["hands"].items()}
+    return out
+
+
+def describe_event(event: dict) -> str:
+    """One event as a line of a readable game."""
+    kind = event.get("event")
+    who = event.get("player", "")
+    if kind == "match":
+        agents = event.get("agents") or {}
+        seats = ", ".join(f"{p}" + (f" ({agents[p]})" if p in agents else "")
+                          for p in event.get("players", []))
+        return (f"== match {event.get('index')} ({event.get('rules', {}).get('preset')}, "
+                f"seed {event.get('seed')}): {seats}")
+    if kind == "round":
+        hands = "\n".join(f"     {p}: {' '.join(h)}" for p, h in event.get("hands", {}).items())
+        left = " ".join(event.get("leftover", [])) or "none"
+        return (f"-- round {event.get('round')}, {event.get('leader')} leads; dealt:\n{hands}\n"
+                f"     left over: {left}")
+    if kind == "leftover_swap":
+        return f"   {who} takes {event.get('take')} and lays a card face down ({event.get('lay')})"
+    if kind == "exchange":
+        return f"   {event.get('from')} gives {' '.join(event.get('cards', []))} to {event.get('to')}"
+    if kind == "play":
+        return f"   {who} plays {' '.join(event.get('cards', []))}"
+    if kind == "pass":
+        return f"   {who} passes"
+    if kind == "trick_end":
+        return f"   trick to {event.get('winner')}"
+    if kind == "out":
+        return f"   {who} is out: place {event.get('place')} ({event.get('reason')})"
+    if kind == "round_end":
+        order = sorted(event.get("places", {}).items(), key=lambda kv: kv[1])
+        titles = event.get("titles", {})
+        return "-- round end: " + ", ".join(f"{p} {titles.get(p, '')}" for p, _ in order)
+    if kind == "match_end":
+        return (f"== match end: totals {event.get('totals')}, winners "
+                f"{', '.join(event.get('winners', []))}")
+    return f"   {event}"
+
+
+def _seat(name, n: int) -> int:
+    if isinstance(name, str) and name.startswith("player_") and name[7:].isdigit():
+        seat = int(name[7:])
+        if seat < n:
+            return seat
+    raise ValueError(f"unknown player {name!r} (players: player_0..player_{n - 1})")
+
+
+def _rank_of(game: Game, card) -> int:
+    return parse_card(card, game.rules.rank_index)[0]
+
+
+def _apply(game: Game, ev: dict) -> None:
+    """Feeds one decision event of the record into the engine."""
+    kind, codec = ev["event"], game.codec
+    if kind == "pass":
+        game.step(0, seat=_seat(ev.get("player"), game.n))
+    elif kind == "play":
+        cards = ev.get("cards")
+        if not isinstance(cards, list) or not cards or len(cards) > 4:
+            raise ValueError("a play needs 1 to 4 cards")
+        action = codec.play(_rank_of(game, cards[0]), len(cards))
+        game.step(action, cards=cards, seat=_seat(ev.get("player"), game.n))
+    elif kind == "leftover_swap":
+        seat = _seat(ev.get("player"), game.n)
+        if game.phase != TAKE:
+            raise ValueError("no left-over swap is due here")
+        game.step(codec.take(_rank_of(game, ev.get("take"))), cards=[ev.get("take")], seat=seat)
+        if game.phase != LAY:
+            raise ValueError("no card is to be laid down here")
+        game.step(codec.give(_rank_of(game, ev.get("lay"))), cards=[ev.get("lay")], seat=seat)
+    elif kind == "exchange" and game.phase == GIVE:
+        seat = _seat(ev.get("from"), game.n)
+        cards = ev.get("cards")
+        if not isinstance(cards, list) or len(cards) != game.to_give:
+            raise ValueError(f"{ev.get('from')} must return exactly {game.to_give} card(s)")
+        if _seat(ev.get("to"), game.n) != game.give_to:
+            raise ValueError(f"the return goes to player_{game.give_to}, not {ev.get('to')}")
+        for card in cards:
+            game.step(codec.give(_rank_of(game, card)), cards=[card], seat=seat)
+    else:
+        raise ValueError(f"the rules produce no {kind!r} event here")
+
+
+def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
+    """Re-plays one match (as read by :func:`read_matches`) and reports the first break."""
+    no, header = events[0]
+    res = ReplayResult(index=header.get("index", 0))
+    try:
+        rules = Rules.from_dict(header.get("rules"))
+        deals = [(e.get("hands", {}), e.get("leftover", [])) for _, e in events
+                 if e.get("event") == "round"]
+        game = Game(rules, seed=header.get("seed"), match_index=int(header.get("index", 0)),
+                    record=True, agents=header.get("agents"), deals=deals)
+    except (RulesError, DealError, CardError, TypeError, ValueError) as exc:
+        res.error, res.error_line = f"cannot set up the match: {exc}", no
+        return res
+    res.game = game
+    done = 0
+    while done < len(events):
+        while done < len(game.events) and done < len(events):
+            no, ev = events[done]
+            mine = game.events[done]
+            if _canon(mine) != _canon(ev):
+                res.error_line = no
+                res.error = (f"event {ev.get('event')!r} is not what the rules give here; "
+                             f"expected {mine}")
+                return res
+            res.lines.append(describe_event(ev))
+            done += 1
+        if done >= len(events):
+            break
+        no, ev = events[done]
+        try:
+            _apply(game, ev)
+        except DealError as exc:
+            res.error, res.error_line = f"{exc}", no
+            return res
+        except (IllegalActionError, CardError, ValueError) as exc:
+            res.error, res.error_line = f"{describe_event(ev).strip()}: {exc}", no
+            return res
+    if len(game.events) > len(events):
+        res.error_line = events[-1][0]
+        res.error = f"the record ends early; the rules continue with {game.events[len(events)]}"
+    return res
+
+
+def replay_file(path) -> list[ReplayResult]:
+    """Re-plays every match of a record file.
+
+    Raises:
+        RecordError: the file is missing, not JSON Lines, or truncated.
+    """
+    return [replay_match(m) for m in read_matches(path)]
+
+
+__all__ = ["ReplayResult", "RecordError", "describe_event", "replay_file", "replay_match"]
