@@ -65,6 +65,8 @@ class ActionCodec:
         Raises:
             ActionError: not an integer, or outside ``0..size-1``.
         """
+        if type(action) is int and 0 <= action < self.size:
+            return action
         try:
             import numpy as np
             if isinstance(action, np.ndarray) and action.shape == ():

@@ -185,6 +185,7 @@ class raw_env(AECEnv):
                          agents=(options or {}).get("agents"))
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._rewarded = False
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
@@ -216,20 +217,25 @@ class raw_env(AECEnv):
         g = self.game
         g.step(action)
         self._cumulative_rewards[agent] = 0.0
-        self.rewards = dict.fromkeys(self.agents, 0.0)
+        # Rewards only come at round ends; on every other step they stay all zero, so the
+        # dicts are rebuilt and accumulated only when something changes.
+        if self._rewarded:
+            self.rewards = dict.fromkeys(self.agents, 0.0)
+            self._rewarded = False
         if g.last_places is not None:
             n = g.n
             for i, a in enumerate(self.possible_agents):
                 place = g.last_places[i]
                 self.rewards[a] = (place_reward(place, n) if self.reward_mode == "place"
                                    else float(n - place))
+            self._rewarded = True
+            self._accumulate_rewards()
         if g.is_over:
             self.terminations = dict.fromkeys(self.agents, True)
             if self._writer is not None:
                 self._writer.write_match(g.events)
         else:
             self.agent_selection = self.possible_agents[g.current]
-        self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
 

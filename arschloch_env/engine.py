@@ -113,9 +113,11 @@ class Game:
 
     def legal_mask(self) -> np.ndarray:
         """int8 mask over the action space, 1 exactly for the legal ids."""
-        mask = np.zeros(self.codec.size, dtype=np.int8)
-        mask[self.legal_actions()] = 1
-        return mask
+        buf = bytearray(self.codec.size)
+        for a in self.legal_actions():
+            buf[a] = 1
+        return np.frombuffer(buf, dtype=np.int8)
+
 
     def _legal_plays(self) -> list[int]:
         h = self.hands[self.current]
@@ -228,17 +230,22 @@ class Game:
             raise IllegalActionError(
                 f"{player_name(seat)} cannot {self.codec.describe(a)!r}: it is "
                 f"{player_name(self.current)}'s turn (out of turn)")
-        move = self.codec.decode(a)
         if not self._is_legal(a):
             raise IllegalActionError(f"{player_name(self.current)} cannot "
-                                     f"{self.codec.describe(a)!r}: {self._why_illegal(move)}")
+                                     f"{self.codec.describe(a)!r}: "
+                                     f"{self._why_illegal(self.codec.decode(a))}")
+        if cards is None:
+            phase = self.phase
+            if phase == PLAY:
+                return LOWEST_K[self.hands[self.current][(a - 1) >> 2]][((a - 1) & 3) + 1] if a else 0
+            if phase == TAKE:
+                return LOWEST_K[self.face_up[a - self.codec.take_base]][1]
+            return LOWEST_K[self.hands[self.current][a - self.codec.give_base]][1]
+        move = self.codec.decode(a)
         if move.kind == "pass":
             return 0
         source = self.face_up if move.kind == "take" else self.hands[self.current]
-        held = source[move.rank]
-        if cards is None:
-            return LOWEST_K[held][move.count]
-        return self._chosen_cards(move, held, cards)
+        return self._chosen_cards(move, source[move.rank], cards)
 
     def _chosen_cards(self, move, held: int, cards: list[str]) -> int:
         where = f"{player_name(self.current)} cannot {self.codec.describe(self.codec_id(move))!r}"
@@ -307,8 +314,9 @@ class Game:
         self.table_rank, self.table_count, self.table_seat = r, k, s
         self.passes = 0
         self.passed = [False] * self.n
-        self._emit(event="play", player=player_name(s),
-                   cards=mask_cards(self.rules.rank_order[r], mask))
+        if self.events is not None:
+            self._emit(event="play", player=player_name(s),
+                       cards=mask_cards(self.rules.rank_order[r], mask))
         if self.sizes[s] == 0:
             self._out(s, "emptied")
         elif self.rules.no_finish_on_top and POPCOUNT[hand[self.top]] == self.sizes[s]:
@@ -326,7 +334,8 @@ class Game:
         s = self.current
         self.passed[s] = True
         self.passes += 1
-        self._emit(event="pass", player=player_name(s))
+        if self.events is not None:
+            self._emit(event="pass", player=player_name(s))
         others = self.active - (1 if self.sizes[self.table_seat] else 0)
         if self.passes >= others:
             self._end_trick(self.table_seat)
@@ -334,7 +343,8 @@ class Game:
             self.current = self._next_active(s)
 
     def _end_trick(self, winner: int) -> None:
-        self._emit(event="trick_end", winner=player_name(winner))
+        if self.events is not None:
+            self._emit(event="trick_end", winner=player_name(winner))
         self.table_rank, self.table_count, self.table_seat = -1, 0, -1
         self.passes = 0
         self.passed = [False] * self.n
@@ -365,7 +375,8 @@ class Game:
             self.next_bottom -= 1
         self.places[s] = place
         self.active -= 1
-        self._emit(event="out", player=player_name(s), place=place, reason=reason)
+        if self.events is not None:
+            self._emit(event="out", player=player_name(s), place=place, reason=reason)
 
     # -- round set-up -------------------------------------------------------------------------
 

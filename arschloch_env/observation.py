@@ -14,6 +14,8 @@ seat's hand (relative order) and the face-down cards (left-over or laid down).
 from __future__ import annotations
 
 from dataclasses import dataclass
+import struct
+from array import array
 
 import numpy as np
 
@@ -104,8 +106,36 @@ class Layout:
         return "\n".join(rows)
 
 
+def _floats(values) -> bytes:
+    return struct.pack(f"{len(values)}f", *values)
+
+
+def _onehots(size: int) -> tuple[bytes, ...]:
+    """``_onehots(k)[i]`` is the float32 one-hot of i among k; index -1 (last) is all 0."""
+    return tuple(_floats([1.0 if j == i else 0.0 for j in range(size)]) for i in range(size)) + (
+        bytes(4 * size),)
+
+
+THERMO = tuple(_floats([1.0 if j < c else 0.0 for j in range(4)]) for c in range(5))
+THERMO_MASK = tuple(THERMO[POPCOUNT[m]] for m in range(16))
+ONE, ZERO = _floats([1.0]), _floats([0.0])
+_PACK_SEATS = struct.Struct(f"{SEATS}f").pack
+_PACK_2 = struct.Struct("2f").pack
+_OUT = {None: ZERO, **{p: ONE for p in range(1, SEATS + 1)}}
+_FLAG = (ZERO, ONE)
+_INV15 = 1.0 / 15.0
+
+
+def _pack_floats(values) -> bytes:
+    return array("f", values).tobytes()
+
+
 class Encoder:
-    """Writes the observation (and full state) of a :class:`~arschloch_env.engine.Game`."""
+    """Writes the observation (and full state) of a :class:`~arschloch_env.engine.Game`.
+
+    Every slice is a float32 byte pattern looked up in a precomputed table, and the vector is
+    their concatenation (one C-level join), in the order of :class:`Layout`.
+    """
 
     def __init__(self, R: int):
         self.R = R
@@ -113,80 +143,76 @@ class Encoder:
         self.state_layout = Layout(R, full_state=True)
         self.size = self.layout.size
         self.state_size = self.state_layout.size
-        self.o = {name: s.start for name, s in self.state_layout.slices.items()}
+        self._rank_hot = _onehots(R)
+        self._hot4, self._hot5, self._hot6 = _onehots(4), _onehots(5), _onehots(SEATS)
+        self._present = tuple(_floats([1.0] * k + [0.0] * (SEATS - k)) for k in range(SEATS + 1))
+        self._empty_hand = bytes(16 * R)
+        # hand and face-up cards are suit masks, played cards are counts
+        self._cards3 = (THERMO_MASK,) * R + (THERMO,) * R + (THERMO_MASK,) * R
+        self._held = tuple(_floats([c * 0.1]) for c in range(4 * R + 1))
+        self._place_hot = {None: self._hot6[-1], **{p: self._hot6[p - 1] for p in range(1, 7)}}
+        self._title_hot = {None: self._hot5[-1], **{t: self._hot5[i] for t, i in
+                                                    TITLE_INDEX.items()}}
+        self._pad1 = tuple(bytes(4 * (SEATS - k)) for k in range(SEATS + 1))
+        self._pad5 = tuple(bytes(20 * (SEATS - k)) for k in range(SEATS + 1))
+        self._pad6 = tuple(bytes(24 * (SEATS - k)) for k in range(SEATS + 1))
 
     def observe(self, game, seat: int) -> np.ndarray:
         """The observation of ``seat``: what a careful human player in that seat knows."""
-        out = np.zeros(self.size, dtype=np.float32)
-        self._fill(game, seat, out)
-        return out
+        return np.frombuffer(bytearray(b"".join(self._pieces(game, seat))), dtype=np.float32)
 
     def state(self, game, seat: int) -> np.ndarray:
         """The full-information vector from ``seat``'s point of view (all hands)."""
-        out = np.zeros(self.state_size, dtype=np.float32)
-        self._fill(game, seat, out)
-        o, n, ones = self.o, game.n, []
-        for rel in range(n):
-            base = o["all_hands"] + rel * 4 * self.R
-            self._thermo_masks(game.hands[(seat + rel) % n], base, ones)
-        self._thermo_masks(game.face_down, o["face_down"], ones)
-        out[ones] = 1.0
-        return out
+        n = game.n
+        pieces = self._pieces(game, seat)
+        for rel in range(SEATS):
+            if rel < n:
+                pieces.append(b"".join(map(THERMO_MASK.__getitem__, game.hands[(seat + rel) % n])))
+            else:
+                pieces.append(self._empty_hand)
+        pieces.append(b"".join(map(THERMO_MASK.__getitem__, game.face_down)))
+        return np.frombuffer(bytearray(b"".join(pieces)), dtype=np.float32)
 
-    def _thermo_masks(self, masks, base: int, ones: list[int]) -> None:
-        for r, m in enumerate(masks):
-            if m:
-                b = base + 4 * r
-                ones.extend(range(b, b + POPCOUNT[m]))
-
-    def _thermo_counts(self, counts, base: int, ones: list[int]) -> None:
-        for r, c in enumerate(counts):
-            if c:
-                b = base + 4 * r
-                ones.extend(range(b, b + c))
-
-    def _fill(self, g, seat: int, out: np.ndarray) -> None:
-        o, n, R = self.o, g.n, self.R
-        ones: list[int] = []
-        self._thermo_masks(g.hands[seat], o["hand"], ones)
-        self._thermo_counts(g.played, o["played"], ones)
-        self._thermo_masks(g.face_up, o["face_up"], ones)
-        shown = sum(POPCOUNT[m] for m in g.revealed)
-        if shown:
-            ones.extend(range(o["revealed"], o["revealed"] + shown))
-        if g.top_alive >= 0:
-            ones.append(o["highest_in_play"] + g.top_alive)
+    def _pieces(self, g, seat: int) -> list[bytes]:
+        """The byte patterns of every slice, in layout order (one list, joined once)."""
+        n = g.n
+        phase = g.phase
+        acting = g.current == seat and phase != "over"
+        rank_hot, hot4, hot6 = self._rank_hot, self._hot4, self._hot6
+        pieces = list(map(tuple.__getitem__, self._cards3,
+                          g.hands[seat] + g.played + g.face_up))
+        pieces.append(THERMO[sum(map(POPCOUNT.__getitem__, g.revealed))])
+        pieces.append(rank_hot[g.top_alive])
         if g.table_count:
-            ones.append(o["table_rank"] + g.table_rank)
-            ones.append(o["table_count"] + g.table_count - 1)
-            ones.append(o["table_seat"] + (g.table_seat - seat) % n)
-        acting = g.current == seat and g.phase != "over"
-        if acting and g.phase == "play" and not g.table_count:
-            ones.append(o["leading"])
-        self._thermo_masks(g.given[seat], o["given"], ones)
-        self._thermo_masks(g.received[seat], o["received"], ones)
-        if g.phase in PHASE_INDEX:
-            ones.append(o["phase"] + PHASE_INDEX[g.phase])
-        ones.append(o["to_give"] + (g.to_give if acting and g.phase == "give" else 0))
-        rules = g.rules
-        mp = o["match_progress"]
-        if rules.rounds is not None:
-            out[mp] = min(g.round / rules.rounds, 1.0)
-            out[mp + 1] = 1.0 if g.round >= rules.rounds else 0.0
+            pieces += (rank_hot[g.table_rank], hot4[g.table_count - 1],
+                       hot6[(g.table_seat - seat) % n], ZERO)
         else:
-            out[mp] = min(max(g.totals) / rules.target_points, 1.0)
-        for rel in range(n):
-            s = (seat + rel) % n
-            ones.append(o["seat_present"] + rel)
-            out[o["seat_held"] + rel] = g.sizes[s] / 10.0
-            place = g.places[s]
-            if place is not None:
-                ones.append(o["seat_out"] + rel)
-                ones.append(o["seat_place"] + rel * SEATS + place - 1)
-            if g.passed[s]:
-                ones.append(o["seat_passed"] + rel)
-            title = g.titles[s] if g.round > 1 else None
-            if title is not None:
-                ones.append(o["seat_title"] + rel * 5 + TITLE_INDEX[title])
-            out[o["seat_total"] + rel] = g.totals[s] / 15.0
-        out[ones] = 1.0
+            pieces += (rank_hot[-1], hot4[-1], hot6[-1],
+                       ONE if acting and phase == "play" else ZERO)
+        pieces.extend(map(THERMO_MASK.__getitem__, g.given[seat] + g.received[seat]))
+        pieces.append(hot4[PHASE_INDEX[phase]] if phase in PHASE_INDEX else hot4[-1])
+        pieces.append(hot4[g.to_give if acting and phase == "give" else 0])
+        rules = g.rules
+        if rules.rounds is not None:
+            pieces.append(_PACK_2(min(g.round / rules.rounds, 1.0),
+                                  1.0 if g.round >= rules.rounds else 0.0))
+        else:
+            pieces.append(_PACK_2(min(max(g.totals) / rules.target_points, 1.0), 0.0))
+        # Seat features in the observer's relative order, padded to SEATS; every value is a
+        # table lookup (map over a C-level getitem), which is what keeps this fast.
+        places = g.places[seat:] + g.places[:seat]
+        pad1 = self._pad1[n]
+        pieces.append(self._present[n])
+        pieces.extend(map(self._held.__getitem__, g.sizes[seat:] + g.sizes[:seat]))
+        pieces.append(pad1)
+        pieces.extend(map(_OUT.__getitem__, places))
+        pieces.append(pad1)
+        pieces.extend(map(_FLAG.__getitem__, g.passed[seat:] + g.passed[:seat]))
+        pieces.append(pad1)
+        pieces.extend(map(self._place_hot.__getitem__, places))
+        pieces.append(self._pad6[n])
+        pieces.extend(map(self._title_hot.__getitem__, g.titles[seat:] + g.titles[:seat]))
+        pieces.append(self._pad5[n])
+        pieces.append(_pack_floats(map(_INV15.__mul__, g.totals[seat:] + g.totals[:seat])))
+        pieces.append(pad1)
+        return pieces
