@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Creates (or reuses) the project's virtual environment and installs the project into it.
+# Sourced by the other scripts; safe to run again: it reinstalls only when pyproject.toml changed.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${ARSCHLOCH_VENV:-$ROOT/.venv}"
+PY="${PYTHON:-python3}"
+
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
+    echo "arschloch needs Python 3.11 or newer; set PYTHON=/path/to/python3.11" >&2; exit 1; }
+  echo "creating virtual environment in $VENV" >&2
+  "$PY" -m venv "$VENV"
+fi
+stamp="$VENV/.arschloch-installed"
+want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "installing arschloch and its dependencies into $VENV (first run takes a few minutes)" >&2
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  # CPU torch first, so that nothing below pulls a multi-GB CUDA build.
+  "$VENV/bin/python" -c 'import torch' 2>/dev/null || \
+    "$VENV/bin/python" -m pip install -q "${TORCH_SPEC:-torch==2.13.0}"
+  "$VENV/bin/python" -m pip install -q -e "$ROOT[train,dev]"
+  echo "$want" > "$stamp"
+fi
+export PATH="$VENV/bin:$PATH"

@@ -1,0 +1,1 @@
+"""Training, evaluation (tournaments) and export of Arschloch bots."""
