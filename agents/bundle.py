@@ -1,0 +1,156 @@
+"""Bot bundles: an exported policy as ONNX plus a JSON manifest, loadable with numpy and
+onnxruntime alone (no torch, no SB3, nothing unpickled).
+
+A bundle is a directory::
+
+    manifest.json   what the bot is for: rules, presets, player counts, observation and
+                    action encoding versions, the policy file's sha256, training summary
+    policy.onnx     inputs ``observation`` [N, D] float32 and ``action_mask`` [N, A] int8;
+                    outputs ``action`` [N] int64 (best legal action) and ``logits`` [N, A]
+
+The directory path is an agent spec everywhere (``tournament``, ``play``, league opponents,
+the Gymnasium opponents).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arschloch_env.observation import OBS_VERSION, Layout
+
+BUNDLE_FORMAT = "arschloch-bot"
+BUNDLE_VERSION = 1
+ACTION_ENCODING_VERSION = 1
+# Rules fields that change play; a bundle refuses rules that differ in any of them.
+PLAY_FIELDS = ("rank_order", "deal", "leftover_swap", "first_leader", "no_finish_on_top",
+               "top_card_ends_trick", "exchange_cards", "exchange_cards_3p",
+               "vice_exchange_cards")
+
+
+class BundleError(ValueError):
+    """A bundle that is damaged, of another version, or used with rules it was not made for."""
+
+
+def layout_signature(R: int) -> list[list]:
+    """The observation layout as (name, shape) pairs: a bundle must match it exactly."""
+    return [[name, list(shape)] for name, shape, _ in Layout(R).entries]
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The checked manifest of a bundle directory.
+
+    Raises:
+        BundleError: missing or unreadable manifest, another format or version, a changed
+            observation layout or action encoding, or a policy file that does not match its
+            checksum.
+    """
+    root = Path(path)
+    mpath = root / "manifest.json"
+    if not mpath.is_file():
+        raise BundleError(f"bundle {str(root)!r}: no manifest.json (is this a bot bundle?)")
+    try:
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BundleError(f"bundle {str(root)!r}: manifest.json is damaged ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
+        raise BundleError(f"bundle {str(root)!r}: manifest.json is not an {BUNDLE_FORMAT} "
+                          f"manifest")
+    if manifest.get("bundle_version") != BUNDLE_VERSION:
+        raise BundleError(f"bundle {str(root)!r}: bundle version "
+                          f"{manifest.get('bundle_version')!r}, this kit reads {BUNDLE_VERSION}")
+    obs = manifest.get("observation", {})
+    rank_order = manifest.get("rules", {}).get("rank_order", [])
+    if obs.get("version") != OBS_VERSION or obs.get("layout") != layout_signature(
+            len(rank_order)):
+        raise BundleError(f"bundle {str(root)!r}: made for observation layout version "
+                          f"{obs.get('version')!r}, this kit has version {OBS_VERSION} with "
+                          f"another layout; re-export it from its checkpoint")
+    if manifest.get("actions", {}).get("version") != ACTION_ENCODING_VERSION:
+        raise BundleError(f"bundle {str(root)!r}: action encoding version "
+                          f"{manifest.get('actions', {}).get('version')!r}, this kit has "
+                          f"{ACTION_ENCODING_VERSION}")
+    policy = root / manifest.get("policy", {}).get("file", "policy.onnx")
+    if not policy.is_file():
+        raise BundleError(f"bundle {str(root)!r}: policy file {policy.name} is missing")
+    if file_sha256(policy) != manifest["policy"].get("sha256"):
+        raise BundleError(f"bundle {str(root)!r}: {policy.name} is damaged (its sha256 does "
+                          f"not match the manifest)")
+    return manifest
+
+
+def check_rules(manifest: dict[str, Any], rules: dict[str, Any], where: str = "bundle") -> None:
+    """Raises BundleError unless the bundle was made for these rules and this table size."""
+    trained = manifest["rules"]
+    if rules.get("preset") not in manifest.get("presets", []):
+        raise BundleError(f"{where}: trained for preset(s) {manifest.get('presets')}, not "
+                          f"{rules.get('preset')!r}")
+    for f in PLAY_FIELDS:
+        if rules.get(f) != trained.get(f):
+            raise BundleError(f"{where}: trained with {f}={trained.get(f)!r}, these rules have "
+                              f"{f}={rules.get(f)!r}")
+    if rules.get("num_players") not in manifest.get("players", []):
+        raise BundleError(f"{where}: trained for {manifest.get('players')} players, not "
+                          f"{rules.get('num_players')}")
+
+
+class BundleAgent:
+    """Plays an exported policy: the best legal action by its logits."""
+
+    uses_view = False
+
+    def __init__(self, path: str | Path):
+        import onnxruntime as ort
+
+        self.path = Path(path)
+        self.manifest = read_manifest(self.path)
+        self.name = self.manifest.get("name", self.path.name)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        try:
+            self.session = ort.InferenceSession(
+                str(self.path / self.manifest["policy"]["file"]), options,
+                providers=["CPUExecutionProvider"])
+        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own error types
+            raise BundleError(f"bundle {str(self.path)!r}: the policy cannot be loaded "
+                              f"({exc})") from None
+
+    def supports(self, rules: dict[str, Any]) -> bool:
+        try:
+            check_rules(self.manifest, rules)
+        except BundleError:
+            return False
+        return True
+
+    def reset(self, rules: dict[str, Any], seat: int, seed: int | None = None) -> None:
+        check_rules(self.manifest, rules, where=f"bundle {str(self.path)!r}")
+
+    def policy(self, observations: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(actions [N], logits [N, A]) for a batch of observations and masks."""
+        action, logits = self.session.run(["action", "logits"], {
+            "observation": np.asarray(observations, np.float32).reshape(
+                -1, observations.shape[-1]),
+            "action_mask": np.asarray(masks, np.int8).reshape(-1, masks.shape[-1])})
+        return action, logits
+
+    def act(self, observation: dict, view: dict | None) -> int:
+        action, _ = self.policy(observation["observation"][None], observation["action_mask"][None])
+        return int(action[0])
+
+
+def load_bundle(path: str | Path) -> BundleAgent:
+    """The agent of a bundle directory (see :class:`BundleAgent`)."""
+    return BundleAgent(path)

@@ -1,0 +1,85 @@
+"""A policy network as plain numpy arrays: the learner's frozen snapshots in the league.
+
+Weights live in ``.npz`` files (``W0, b0, W1, b1, ...`` and an ``activation`` string), loaded
+with ``allow_pickle=False``: nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
+
+
+class MLP:
+    """Hidden layers with one activation, then a linear output layer."""
+
+    def __init__(self, weights: list[tuple[np.ndarray, np.ndarray]], activation: str = "tanh"):
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation {activation!r}; allowed: {', '.join(ACTIVATIONS)}")
+        self.layers = [(np.asarray(w, np.float32), np.asarray(b, np.float32))
+                       for w, b in weights]
+        self.activation = activation
+        self._act = ACTIVATIONS[activation]
+
+    @property
+    def input_size(self) -> int:
+        return self.layers[0][0].shape[1]
+
+    @property
+    def output_size(self) -> int:
+        return self.layers[-1][0].shape[0]
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """Logits for observations ``x`` ([D] or [B, D]); weights are [out, in] like torch."""
+        for w, b in self.layers[:-1]:
+            x = self._act(x @ w.T + b)
+        w, b = self.layers[-1]
+        return x @ w.T + b
+
+    def save(self, path: str | Path) -> None:
+        """Writes the weights atomically (temporary file, then rename)."""
+        path = Path(path)
+        arrays = {f"W{i}": w for i, (w, _) in enumerate(self.layers)}
+        arrays.update({f"b{i}": b for i, (_, b) in enumerate(self.layers)})
+        tmp = path.with_name(path.name + ".part.npz")
+        np.savez(tmp, activation=np.array(self.activation), **arrays)
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "MLP":
+        with np.load(path, allow_pickle=False) as data:
+            k = sum(1 for name in data.files if name.startswith("W"))
+            weights = [(data[f"W{i}"], data[f"b{i}"]) for i in range(k)]
+            return cls(weights, str(data["activation"]))
+
+
+def masked_choice(logits: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None) -> int:
+    """Argmax of the legal logits, or a sample from their softmax when ``rng`` is given."""
+    legal = np.flatnonzero(mask)
+    z = logits[legal].astype(np.float64)
+    if rng is None:
+        return int(legal[int(np.argmax(z))])
+    p = np.exp(z - z.max())
+    return int(legal[rng.choice(len(legal), p=p / p.sum())])
+
+
+class MLPAgent:
+    """Plays a numpy policy: samples from it (``sample=True``) or takes its best legal move."""
+
+    uses_view = False
+
+    def __init__(self, mlp: MLP, sample: bool = True, name: str = "mlp"):
+        self.mlp = mlp
+        self.sample = sample
+        self.name = name
+        self.rng = np.random.default_rng()
+
+    def reset(self, rules: dict, seat: int, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, observation: dict, view: dict | None) -> int:
+        logits = self.mlp(observation["observation"])
+        return masked_choice(logits, observation["action_mask"], self.rng if self.sample else None)

@@ -1,0 +1,154 @@
+"""The training loop's bookkeeping as one SB3 callback: league, evaluation, checkpoints,
+TensorBoard scalars and the progress bar.
+
+TensorBoard tags (stable): SB3's own ``rollout/``, ``train/``, ``time/``; ours
+``charts/samples_per_s``, ``charts/illegal_actions`` (attempted illegal actions: must stay 0,
+masking makes them impossible), ``league/<kind>`` (share of opponent seats),
+``league/snapshots`` and ``eval/vs_<field>/{rank_points,ci_low,ci_high,president_rate,
+arschloch_rate}``; the config and rules as text.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from stable_baselines3.common.callbacks import BaseCallback
+
+from train.config import TrainConfig
+from train.evaluate import evaluate_fields
+from train.export import policy_mlp
+
+
+class TrainingLoop(BaseCallback):
+    def __init__(self, cfg: TrainConfig, run, league, meta: dict[str, Any] | None,
+                 progress: bool = True):
+        super().__init__()
+        self.cfg, self.run, self.league = cfg, run, league
+        self.progress = progress
+        self.evaluations: list[dict[str, Any]] = list((meta or {}).get("evaluations", []))
+        self.best: float | None = (meta or {}).get("best")
+        self.illegal = int((meta or {}).get("illegal_actions", 0))
+        steps = int((meta or {}).get("steps", 0))
+        self.next_snapshot = _next_multiple(steps, cfg.league.snapshot_every)
+        self.next_eval = _next_multiple(steps, cfg.eval.every) if cfg.eval.every else None
+        self.next_checkpoint = _next_multiple(steps, cfg.checkpoint_every)
+        self._bar = None
+        self._clock = (time.time(), steps)
+
+    # -- SB3 hooks ----------------------------------------------------------------------------
+
+    def _on_training_start(self) -> None:
+        from tqdm import tqdm
+        if self.progress:
+            self._bar = tqdm(total=self.cfg.total_steps, initial=self.num_timesteps,
+                             unit="step", desc="training", dynamic_ncols=True)
+        writer = self._tb_writer()
+        if writer is not None and self.num_timesteps == 0:
+            import json
+
+            import yaml
+            from train.sb3_trainer import rules_for
+            writer.add_text("config", "```\n" + yaml.safe_dump(self.cfg.to_dict()) + "\n```", 0)
+            writer.add_text("rules", "```\n" + json.dumps(rules_for(self.cfg).to_dict(),
+                                                          indent=2) + "\n```", 0)
+        if self.num_timesteps == 0:
+            self.league.update_current(policy_mlp(self.model))
+
+    def _on_step(self) -> bool:
+        for info in self.locals.get("infos", []):
+            if info.get("illegal"):
+                self.illegal += 1
+        if self._bar is not None:
+            self._bar.update(self.model.n_envs)
+        return True
+
+    def _on_rollout_end(self) -> None:
+        steps = self.num_timesteps
+        mlp = policy_mlp(self.model)
+        self.league.update_current(mlp)
+        if steps >= self.next_snapshot:
+            self.league.add_snapshot(mlp, steps)
+            self.next_snapshot = _next_multiple(steps, self.cfg.league.snapshot_every)
+        now = time.time()
+        t0, s0 = self._clock
+        if now > t0:
+            self.logger.record("charts/samples_per_s", (steps - s0) / (now - t0))
+        self._clock = (now, steps)
+        self.logger.record("charts/illegal_actions", self.illegal)
+        self.logger.record("league/snapshots", len(self.league.snapshots))
+        for kind, share in _mix(self.cfg).items():
+            self.logger.record(f"league/{kind}", share)
+        if self.next_eval is not None and steps >= self.next_eval:
+            self.evaluate(steps)
+            self.next_eval = _next_multiple(steps, self.cfg.eval.every)
+        if steps >= self.next_checkpoint:
+            self.checkpoint(self.model, latest=True)
+            self.next_checkpoint = _next_multiple(steps, self.cfg.checkpoint_every)
+
+    def _on_training_end(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    # -- the work -----------------------------------------------------------------------------
+
+    def evaluate(self, steps: int) -> dict[str, Any]:
+        from train.sb3_trainer import eval_players, rules_for
+        cfg = self.cfg
+        mlp = policy_mlp(self.model)
+        results = evaluate_fields(mlp, rules_for(cfg, eval_players(cfg)), cfg.eval.opponents,
+                                  cfg.eval.deals, seed=cfg.seed + 1)
+        for field_name, r in results.items():
+            for key in ("rank_points", "ci_low", "ci_high", "president_rate", "arschloch_rate"):
+                self.logger.record(f"eval/vs_{field_name}/{key}", r[key])
+        entry = {"steps": steps, "results": results}
+        self.evaluations.append(entry)
+        score = results[cfg.eval.best_by]["rank_points"]
+        if self.best is None or score > self.best:
+            self.best = score
+            self.checkpoint(self.model, latest=False, name="best")
+        self.log_line(f"step {steps}: " + ", ".join(
+            f"vs {f} {r['rank_points']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+            for f, r in results.items()))
+        return entry
+
+    def checkpoint(self, model, latest: bool, name: str | None = None):
+        from train.sb3_trainer import code_version, rules_for
+        steps = model.num_timesteps
+        meta = {"steps": steps, "config": self.cfg.to_dict(),
+                "rules": rules_for(self.cfg).to_dict(), "seed": self.cfg.seed,
+                "code_version": code_version(), "league": list(self.league.snapshots),
+                "evaluations": self.evaluations, "best": self.best,
+                "illegal_actions": self.illegal}
+        return self.run.save_checkpoint(model, name or f"step_{steps:012d}", meta, latest)
+
+    def finish(self, model):
+        """The closing evaluation (if the last one is stale) and checkpoint."""
+        self.model = model
+        if not self.evaluations or self.evaluations[-1]["steps"] != model.num_timesteps:
+            self.evaluate(model.num_timesteps)
+            self.logger.dump(model.num_timesteps)
+        return self.checkpoint(model, latest=True)
+
+    def log_line(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.write(text)
+        elif self.progress:
+            print(text, flush=True)
+
+    def _tb_writer(self):
+        from stable_baselines3.common.logger import TensorBoardOutputFormat
+        for fmt in self.logger.output_formats:
+            if isinstance(fmt, TensorBoardOutputFormat):
+                return fmt.writer
+        return None
+
+
+def _next_multiple(steps: int, every: int) -> int:
+    return (steps // every + 1) * every
+
+
+def _mix(cfg: TrainConfig) -> dict[str, float]:
+    total = sum(cfg.league.mix.values())
+    return {k: v / total for k, v in cfg.league.mix.items()}

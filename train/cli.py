@@ -1,0 +1,105 @@
+"""``arschloch train`` and ``arschloch export``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from arschloch_env.cli import CliError
+
+
+def add_train_parser(sub) -> None:
+    p = sub.add_parser("train", help="train a neural bot from a YAML config")
+    p.add_argument("--config", required=True, metavar="FILE", help="e.g. configs/ppo_culo_4p.yaml")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                   help="override a config field, dotted for sections (ppo.learning_rate=1e-4)")
+    p.add_argument("--run-dir", metavar="DIR",
+                   help="where the run lives (default: runs/<config name>-seed<seed>)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --run-dir from its last checkpoint")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_train)
+
+
+def add_export_parser(sub) -> None:
+    p = sub.add_parser("export", help="export a trained bot as an ONNX bundle")
+    p.add_argument("source", metavar="RUN_DIR_OR_CHECKPOINT",
+                   help="a run directory (its best checkpoint, else the last) or a .zip")
+    p.add_argument("--out", required=True, metavar="DIR", help="bundle directory, e.g. bots/NAME")
+    p.add_argument("--name", help="the bot's name (default: the --out directory's name)")
+    p.add_argument("--torchscript", action="store_true", help="also write a TorchScript file")
+    p.set_defaults(func=_cmd_export)
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from train.config import ConfigError, load_config
+    from train.sb3_trainer import load_run_config, train
+
+    try:
+        if args.resume:
+            if not args.run_dir:
+                raise CliError("--resume needs --run-dir (the run to continue)")
+            cfg = load_run_config(Path(args.run_dir))
+        else:
+            cfg = load_config(args.config, args.overrides)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    run_dir = args.run_dir or f"runs/{Path(args.config).stem}-seed{cfg.seed}"
+    try:
+        final = train(cfg, run_dir, resume=args.resume, progress=not args.no_progress)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
+    print(f"run directory: {run_dir}\n  checkpoint: {final}\n  TensorBoard: tensorboard "
+          f"--logdir {Path(run_dir) / 'tb'}\n  export: arschloch export {run_dir} --out "
+          f"bots/my_bot")
+    return 0
+
+
+def resolve_checkpoint(source: Path) -> tuple[Path, dict]:
+    """The checkpoint .zip to export from a run directory or a checkpoint path, with its meta."""
+    if source.is_dir():
+        best = source / "checkpoints" / "best.zip"
+        if best.is_file():
+            source = best
+        elif (source / "latest.json").is_file():
+            source = source / json.loads((source / "latest.json").read_text())["checkpoint"]
+        else:
+            raise CliError(f"{source} holds no checkpoint (neither checkpoints/best.zip nor "
+                           f"latest.json)")
+    if source.suffix != ".zip" or not source.is_file():
+        raise CliError(f"{source}: not a checkpoint (.zip) or run directory")
+    meta_path = source.with_suffix(".json")
+    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    return source, meta
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from sb3_contrib import MaskablePPO
+
+    from train.export import policy_mlp, torchscript_policy, write_bundle
+
+    checkpoint, meta = resolve_checkpoint(Path(args.source))
+    try:
+        model = MaskablePPO.load(str(checkpoint), device="cpu")
+    except Exception as exc:  # noqa: BLE001 - a damaged zip raises many kinds of errors
+        raise CliError(f"{checkpoint}: cannot be loaded ({exc})") from None
+    mlp = policy_mlp(model)
+    cfg = meta.get("config", {})
+    rules = meta.get("rules")
+    if rules is None:
+        raise CliError(f"{checkpoint}: its metadata ({checkpoint.with_suffix('.json').name}) "
+                       f"is missing; export needs the rules it was trained with")
+    evaluations = meta.get("evaluations", [])
+    training = {"steps": meta.get("steps"), "seed": meta.get("seed"),
+                "code_version": meta.get("code_version"), "config": cfg,
+                "checkpoint": str(checkpoint), "evaluation": evaluations[-1] if evaluations
+                else None}
+    out = write_bundle(args.out, mlp, rules, presets=[rules["preset"]],
+                       players=cfg.get("players", [rules["num_players"]]),
+                       name=args.name or Path(args.out).name, training=training,
+                       torchscript_model=torchscript_policy(mlp) if args.torchscript else None)
+    print(f"bundle written to {out}; use it as an agent spec, e.g.\n"
+          f"  arschloch play --rules {rules['preset']} --players {rules['num_players']} "
+          f"--bots {out} {out} {out}")
+    return 0

@@ -1,0 +1,211 @@
+"""Training configs: typed dataclasses loaded from YAML, unknown keys rejected.
+
+``--set key=value`` overrides any field, nested ones with dots (``--set league.snapshot_every=
+50000``, ``--set ppo.learning_rate=1e-4``). Values are parsed as YAML scalars or lists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any, get_args, get_origin, get_type_hints
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A config file or override with an unknown key or a value of the wrong type."""
+
+
+@dataclass
+class PPOConfig:
+    learning_rate: float = 3e-4
+    """Adam step size."""
+    n_steps: int = 1024
+    """Environment steps per env between updates (rollout length)."""
+    batch_size: int = 512
+    """Minibatch size of the PPO update."""
+    n_epochs: int = 4
+    """Passes over each rollout."""
+    gamma: float = 0.995
+    """Discount per decision of the learner."""
+    gae_lambda: float = 0.95
+    clip_range: float = 0.2
+    ent_coef: float = 0.01
+    """Entropy bonus: keeps exploring while the league changes."""
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    net_arch: list[int] = field(default_factory=lambda: [256, 256])
+    """Hidden layer sizes of the actor and of the critic (separate networks)."""
+    activation: str = "tanh"
+    """Hidden activation: tanh or relu."""
+
+
+@dataclass
+class LeagueConfig:
+    snapshot_every: int = 25_000
+    """A frozen copy of the learner joins the pool every this many learner steps."""
+    max_snapshots: int = 20
+    """Pool size; the oldest snapshots leave first."""
+    mix: dict[str, float] = field(default_factory=lambda: {
+        "snapshots": 0.3, "current": 0.2, "greedy": 0.25, "expert": 0.25})
+    """Share of each opponent kind per seat and episode: ``snapshots`` (uniform over the
+    pool), ``current`` (the latest weights of the learner) and any agent spec (e.g. greedy)."""
+
+
+@dataclass
+class EvalConfig:
+    every: int = 50_000
+    """Learner steps between evaluations (0: only at the end)."""
+    deals: int = 100
+    """Duplicate deals per opponent field (each played with the bot in every seat)."""
+    opponents: list[str] = field(default_factory=lambda: ["greedy", "expert"])
+    """Fixed fields: the bot against n-1 copies of each."""
+    best_by: str = "expert"
+    """The field whose rank points pick the best-so-far checkpoint."""
+
+
+@dataclass
+class TrainConfig:
+    """One training run; see configs/*.yaml."""
+
+    algo: str = "ppo"
+    """``ppo``: sb3-contrib MaskablePPO on the single-seat Gymnasium env."""
+    rules: str = "culo"
+    """Preset name or rules file."""
+    rules_overrides: dict[str, Any] = field(default_factory=dict)
+    """Rules fields to override (as ``--set`` of the other commands)."""
+    players: list[int] = field(default_factory=lambda: [4])
+    """Table sizes; env i plays at players[i % len(players)] (one policy for all)."""
+    total_steps: int = 200_000
+    """Learner decisions to train for."""
+    n_envs: int = 2
+    """Environments, each in its own process when ``subproc`` is true."""
+    subproc: bool = True
+    seed: int = 0
+    checkpoint_every: int = 50_000
+    """Learner steps between checkpoints (also written at the end)."""
+    device: str = "cpu"
+    torch_threads: int = 1
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    league: LeagueConfig = field(default_factory=LeagueConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _coerce(value: Any, typ: Any, where: str) -> Any:
+    """Checks (and lightly converts) a YAML value against a dataclass field type."""
+    if is_dataclass(typ):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        return _build(typ, value, where + ".")
+    origin = get_origin(typ)
+    if origin is list:
+        (item,) = get_args(typ)
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: expected a list, got {value!r}")
+        return [_coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        _, vt = get_args(typ)
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        return {str(k): _coerce(v, vt, f"{where}.{k}") for k, v in value.items()}
+    if typ is Any:
+        return value
+    if typ is float:
+        # YAML 1.1 reads "1e-4" as a string; a number is what anyone means by it.
+        try:
+            if not isinstance(value, bool):
+                return float(value)
+        except (TypeError, ValueError):
+            pass
+        raise ConfigError(f"{where}: expected a number, got {value!r}")
+    if typ is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if typ in (int, str, bool) and not (isinstance(value, typ) and
+                                        not (typ is int and isinstance(value, bool))):
+        raise ConfigError(f"{where}: expected {typ.__name__}, got {value!r}")
+    return value
+
+
+def _build(cls, data: dict[str, Any], prefix: str = ""):
+    hints = get_type_hints(cls)
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(f"unknown config key(s) {', '.join(prefix + k for k in unknown)}; "
+                          f"allowed in {prefix or 'the top level'}: {', '.join(sorted(known))}")
+    kwargs = {k: _coerce(v, hints[k], prefix + k) for k, v in data.items()}
+    return cls(**kwargs)
+
+
+def config_from_dict(data: dict[str, Any]) -> TrainConfig:
+    cfg = _build(TrainConfig, data)
+    validate(cfg)
+    return cfg
+
+
+def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConfig:
+    """A config from a YAML file (or the defaults) with ``key=value`` overrides applied."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file {str(p)!r} does not exist")
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {str(p)!r} is not valid YAML: {exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"config file {str(p)!r} must hold a mapping")
+    for text in overrides:
+        apply_override(data, text)
+    return config_from_dict(data)
+
+
+def apply_override(data: dict[str, Any], text: str) -> None:
+    """Sets one dotted ``key=value`` in a config mapping."""
+    if "=" not in text:
+        raise ConfigError(f"--set {text!r}: expected key=value, e.g. total_steps=10000")
+    key, raw = text.split("=", 1)
+    parts = key.strip().split(".")
+    node = data
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"--set {text!r}: {part!r} is not a section")
+    try:
+        node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--set {text!r}: cannot parse the value: {exc}") from None
+
+
+def validate(cfg: TrainConfig) -> None:
+    from arschloch_env.rules import make_rules
+
+    if cfg.algo not in ALGOS:
+        raise ConfigError(f"algo: {cfg.algo!r} is not known; allowed: {', '.join(ALGOS)}")
+    if not cfg.players or any(not 3 <= n <= 6 for n in cfg.players):
+        raise ConfigError(f"players: {cfg.players} must be a non-empty list of 3..6")
+    for n in cfg.players:
+        make_rules(cfg.rules, n, **cfg.rules_overrides)
+    for name in ("total_steps", "n_envs", "checkpoint_every"):
+        if getattr(cfg, name) < 1:
+            raise ConfigError(f"{name}: must be at least 1, got {getattr(cfg, name)}")
+    if cfg.ppo.activation not in ("tanh", "relu"):
+        raise ConfigError(f"ppo.activation: {cfg.ppo.activation!r}; allowed: tanh, relu")
+    if not cfg.ppo.net_arch or any(h < 1 for h in cfg.ppo.net_arch):
+        raise ConfigError(f"ppo.net_arch: {cfg.ppo.net_arch} must be positive layer sizes")
+    mix = cfg.league.mix
+    if not mix or any(w < 0 for w in mix.values()) or sum(mix.values()) <= 0:
+        raise ConfigError(f"league.mix: {mix} needs non-negative shares with a positive sum")
+    if cfg.eval.best_by not in cfg.eval.opponents:
+        raise ConfigError(f"eval.best_by: {cfg.eval.best_by!r} is not one of eval.opponents "
+                          f"{cfg.eval.opponents}")
+
+
+ALGOS = ("ppo",)
+__all__ = ["ConfigError", "EvalConfig", "LeagueConfig", "PPOConfig", "TrainConfig",
+           "apply_override", "config_from_dict", "load_config"]

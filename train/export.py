@@ -1,0 +1,152 @@
+"""Export: a trained policy becomes a bot bundle (ONNX + manifest, see agents.bundle).
+
+The ONNX graph is built directly from the policy's weights (Gemm and activation nodes, then
+the mask and an ArgMax), so it needs no tracing exporter and holds exactly the network the
+numpy :class:`~agents.mlp.MLP` computes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.bundle import (
+    ACTION_ENCODING_VERSION, BUNDLE_FORMAT, BUNDLE_VERSION, file_sha256, layout_signature,
+)
+from agents.mlp import MLP
+from arschloch_env.observation import OBS_VERSION
+
+ONNX_OPSET = 17
+
+
+def mlp_to_onnx(mlp: MLP, num_actions: int):
+    """The ONNX model of ``mlp`` with inputs observation/action_mask, outputs action/logits."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    D = mlp.input_size
+    nodes, inits = [], []
+    x = "observation"
+    act_op = {"tanh": "Tanh", "relu": "Relu"}[mlp.activation]
+    for i, (w, b) in enumerate(mlp.layers):
+        inits += [numpy_helper.from_array(w, f"W{i}"), numpy_helper.from_array(b, f"b{i}")]
+        last = i == len(mlp.layers) - 1
+        z = "logits" if last else f"z{i}"
+        nodes.append(helper.make_node("Gemm", [x, f"W{i}", f"b{i}"], [z], transB=1))
+        if not last:
+            nodes.append(helper.make_node(act_op, [z], [f"h{i}"]))
+            x = f"h{i}"
+    inits.append(numpy_helper.from_array(np.array(-np.inf, np.float32), "neg_inf"))
+    nodes += [
+        helper.make_node("Cast", ["action_mask"], ["mask_bool"], to=TensorProto.BOOL),
+        helper.make_node("Where", ["mask_bool", "logits", "neg_inf"], ["masked_logits"]),
+        helper.make_node("ArgMax", ["masked_logits"], ["action"], axis=1, keepdims=0),
+    ]
+    graph = helper.make_graph(
+        nodes, "arschloch_policy",
+        [helper.make_tensor_value_info("observation", TensorProto.FLOAT, ["N", D]),
+         helper.make_tensor_value_info("action_mask", TensorProto.INT8, ["N", num_actions])],
+        [helper.make_tensor_value_info("action", TensorProto.INT64, ["N"]),
+         helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", num_actions])],
+        initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)],
+                              producer_name="arschloch")
+    onnx.checker.check_model(model)
+    return model
+
+
+def policy_mlp(model) -> MLP:
+    """The actor of an SB3 (Maskable)PPO MLP policy as a numpy :class:`MLP`."""
+    import torch
+
+    policy = model.policy
+    layers, activation = [], None
+    for module in policy.mlp_extractor.policy_net:
+        if isinstance(module, torch.nn.Linear):
+            layers.append(module)
+        elif isinstance(module, torch.nn.Tanh):
+            activation = "tanh"
+        elif isinstance(module, torch.nn.ReLU):
+            activation = "relu"
+    layers.append(policy.action_net)
+    weights = [(l.weight.detach().cpu().numpy(), l.bias.detach().cpu().numpy()) for l in layers]
+    return MLP(weights, activation or "tanh")
+
+
+def write_bundle(out: str | Path, mlp: MLP, rules: dict[str, Any], presets: list[str],
+                 players: list[int], name: str, training: dict[str, Any],
+                 torchscript_model=None) -> Path:
+    """Writes a bundle directory; an existing one is replaced only once the new one is whole."""
+    import onnx
+
+    out = Path(out)
+    R = len(rules["rank_order"])
+    num_actions = 1 + 6 * R
+    if mlp.input_size != sum(int(np.prod(s)) for _, s in layout_signature(R)):
+        raise ValueError(f"the policy takes {mlp.input_size} inputs, the observation of this "
+                         f"deck has another size")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp.chmod(0o755)
+    try:
+        onnx.save(mlp_to_onnx(mlp, num_actions), tmp / "policy.onnx")
+        if torchscript_model is not None:
+            torchscript_model.save(str(tmp / "policy.torchscript.pt"))
+        manifest = {
+            "format": BUNDLE_FORMAT,
+            "bundle_version": BUNDLE_VERSION,
+            "name": name,
+            "rules": rules,
+            "presets": presets,
+            "players": players,
+            "observation": {"version": OBS_VERSION, "size": mlp.input_size,
+                            "layout": layout_signature(R)},
+            "actions": {"version": ACTION_ENCODING_VERSION, "size": num_actions},
+            "policy": {"file": "policy.onnx", "sha256": file_sha256(tmp / "policy.onnx"),
+                       "inputs": ["observation", "action_mask"],
+                       "outputs": ["action", "logits"], "opset": ONNX_OPSET},
+            "training": training,
+        }
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n",
+                                           encoding="utf-8")
+        if out.exists():
+            old = out.with_name(out.name + ".old")
+            shutil.rmtree(old, ignore_errors=True)
+            out.rename(old)
+            tmp.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def torchscript_policy(mlp: MLP):
+    """A TorchScript module (observation, action_mask) -> (action, logits), optional extra."""
+    import torch
+
+    class Policy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            mods: list[torch.nn.Module] = []
+            for i, (w, b) in enumerate(mlp.layers):
+                lin = torch.nn.Linear(w.shape[1], w.shape[0])
+                lin.weight.data = torch.from_numpy(w.copy())
+                lin.bias.data = torch.from_numpy(b.copy())
+                mods.append(lin)
+                if i < len(mlp.layers) - 1:
+                    mods.append(torch.nn.Tanh() if mlp.activation == "tanh" else torch.nn.ReLU())
+            self.net = torch.nn.Sequential(*mods)
+
+        def forward(self, observation: torch.Tensor, action_mask: torch.Tensor):
+            logits = self.net(observation)
+            masked = torch.where(action_mask > 0, logits, torch.full_like(logits, -1e30))
+            return torch.argmax(masked, dim=-1), logits
+
+    return torch.jit.script(Policy())

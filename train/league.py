@@ -1,0 +1,114 @@
+"""The self-play league: frozen snapshots of the learner on disk, and the sampler that seats
+opponents for each episode from them, the learner's current weights and heuristic bots.
+
+Files in the league directory::
+
+    league.json            {"snapshots": [{"file": "snap_000050000.npz", "steps": 50000}, ...]}
+    snap_<steps>.npz       frozen weights (agents.mlp.MLP)
+    current.npz            the learner's latest weights, refreshed after every rollout
+
+Everything is written atomically, so that env processes reading the directory never see a
+half-written file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.base import make_agent
+from agents.mlp import MLP, MLPAgent
+
+SNAPSHOTS, CURRENT = "snapshots", "current"
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class League:
+    """The snapshot pool, owned by the training process."""
+
+    def __init__(self, root: str | Path, max_snapshots: int):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.max_snapshots = max_snapshots
+        self.snapshots: list[dict[str, Any]] = []
+        if (self.root / "league.json").is_file():
+            self.snapshots = json.loads((self.root / "league.json").read_text())["snapshots"]
+
+    def add_snapshot(self, mlp: MLP, steps: int) -> None:
+        name = f"snap_{steps:012d}.npz"
+        mlp.save(self.root / name)
+        self.snapshots.append({"file": name, "steps": steps})
+        dropped = self.snapshots[:-self.max_snapshots]
+        self.snapshots = self.snapshots[-self.max_snapshots:]
+        self._write()
+        for snap in dropped:
+            (self.root / snap["file"]).unlink(missing_ok=True)
+
+    def update_current(self, mlp: MLP) -> None:
+        mlp.save(self.root / "current.npz")
+
+    def restore(self, snapshots: list[dict[str, Any]]) -> None:
+        """Goes back to the pool of a checkpoint (a killed run may have added more since)."""
+        self.snapshots = [s for s in snapshots if (self.root / s["file"]).is_file()]
+        self._write()
+
+    def _write(self) -> None:
+        write_json_atomic(self.root / "league.json", {"snapshots": self.snapshots})
+
+
+class LeagueSampler:
+    """Seats opponents for one episode: ``sampler(rng, k) -> k agents``.
+
+    Picklable (it holds only paths and the mix), so every env process has its own; it
+    re-reads the league when its files change.
+    """
+
+    def __init__(self, root: str | Path, mix: dict[str, float]):
+        self.root = Path(root)
+        kinds = list(mix)
+        weights = np.array([mix[k] for k in kinds], dtype=np.float64)
+        self.kinds, self.p = kinds, weights / weights.sum()
+        self._stamp: tuple | None = None
+        self._pool: list[MLP] = []
+        self._current: MLP | None = None
+
+    def _refresh(self) -> None:
+        files = [self.root / "league.json", self.root / "current.npz"]
+        stamp = tuple(f.stat().st_mtime_ns if f.exists() else 0 for f in files)
+        if stamp == self._stamp:
+            return
+        self._stamp = stamp
+        if files[0].exists():
+            snaps = json.loads(files[0].read_text())["snapshots"]
+            self._pool = [MLP.load(self.root / s["file"]) for s in snaps
+                          if (self.root / s["file"]).exists()]
+        if files[1].exists():
+            self._current = MLP.load(files[1])
+
+    def __call__(self, rng: np.random.Generator, k: int) -> list:
+        self._refresh()
+        agents = []
+        for kind in rng.choice(self.kinds, size=k, p=self.p):
+            agents.append(self._agent(str(kind), rng))
+        return agents
+
+    def _agent(self, kind: str, rng: np.random.Generator):
+        if kind == SNAPSHOTS and self._pool:
+            return MLPAgent(self._pool[int(rng.integers(len(self._pool)))], name="snapshot")
+        if kind in (SNAPSHOTS, CURRENT):
+            if self._current is not None:
+                return MLPAgent(self._current, name="current")
+            return make_agent("random")
+        return make_agent(kind)
+
+    def composition(self) -> dict[str, float]:
+        return dict(zip(self.kinds, self.p.tolist()))

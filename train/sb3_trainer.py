@@ -1,0 +1,175 @@
+"""Self-play training with sb3-contrib's MaskablePPO on the single-seat env (``algo: ppo``).
+
+The run, top to bottom:
+
+1. the run directory gets the config, the rules and the code version;
+2. ``n_envs`` single-seat envs (one process each) seat the learner against opponents drawn
+   per episode by a :class:`~train.league.LeagueSampler`;
+3. MaskablePPO learns; after every rollout the callback refreshes the league's ``current``
+   weights, adds a frozen snapshot every ``league.snapshot_every`` steps, evaluates against
+   fixed fields (duplicate deals) every ``eval.every`` steps and writes checkpoints;
+4. ``--resume`` loads the last checkpoint and its league and carries on to ``total_steps``.
+
+Run directory::
+
+    config.yaml, rules.json       what was trained
+    checkpoints/step_<N>.zip/json model and its metadata (steps, league, evaluations)
+    checkpoints/best.zip/json     best so far by the evaluation against ``eval.best_by``
+    latest.json                   the last checkpoint (what --resume reads)
+    league/                       snapshots (see train.league)
+    tb/                           TensorBoard logs
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from train.config import ConfigError, TrainConfig, config_from_dict
+from train.league import League, LeagueSampler, write_json_atomic
+
+
+def code_version() -> str:
+    import arschloch_env
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, cwd=Path(__file__).parent, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return f"{arschloch_env.__version__}" + (f"+{commit}" if commit else "")
+
+
+def rules_for(cfg: TrainConfig, players: int | None = None):
+    from arschloch_env.rules import make_rules
+    return make_rules(cfg.rules, players or cfg.players[0], **cfg.rules_overrides)
+
+
+def eval_players(cfg: TrainConfig) -> int:
+    """Evaluation table size: 4 players when trained for them, else the first count."""
+    return 4 if 4 in cfg.players else cfg.players[0]
+
+
+def make_env(cfg: TrainConfig, index: int, league_dir: Path):
+    """A thunk building env ``index`` (for SubprocVecEnv)."""
+    def thunk():
+        from stable_baselines3.common.monitor import Monitor
+
+        from arschloch_env.single import SingleSeatEnv
+        env = SingleSeatEnv(rules_for(cfg, cfg.players[index % len(cfg.players)]),
+                            opponent_sampler=LeagueSampler(league_dir, cfg.league.mix),
+                            on_illegal="penalty")
+        return Monitor(env, info_keywords=("illegal_count",))
+    return thunk
+
+
+def make_model(cfg: TrainConfig, envs, tb_dir: Path):
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    p = cfg.ppo
+    activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[p.activation]
+    return MaskablePPO(
+        "MlpPolicy", envs, learning_rate=p.learning_rate, n_steps=p.n_steps,
+        batch_size=p.batch_size, n_epochs=p.n_epochs, gamma=p.gamma, gae_lambda=p.gae_lambda,
+        clip_range=p.clip_range, ent_coef=p.ent_coef, vf_coef=p.vf_coef,
+        max_grad_norm=p.max_grad_norm, seed=cfg.seed, device=cfg.device,
+        tensorboard_log=str(tb_dir), verbose=0,
+        policy_kwargs={"net_arch": {"pi": list(p.net_arch), "vf": list(p.net_arch)},
+                       "activation_fn": activation})
+
+
+class RunDir:
+    """Paths and atomic writes of one run directory."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self.checkpoints = self.root / "checkpoints"
+        self.league = self.root / "league"
+        self.tb = self.root / "tb"
+        self.latest = self.root / "latest.json"
+
+    def create(self, cfg: TrainConfig) -> None:
+        for d in (self.checkpoints, self.league, self.tb):
+            d.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / "config.yaml.part"
+        tmp.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), encoding="utf-8")
+        os.replace(tmp, self.root / "config.yaml")
+        write_json_atomic(self.root / "rules.json", rules_for(cfg).to_dict())
+
+    def save_checkpoint(self, model, name: str, meta: dict[str, Any], latest: bool) -> Path:
+        """model.zip and its metadata, each written to a temporary name and renamed."""
+        final = self.checkpoints / f"{name}.zip"
+        tmp = self.checkpoints / f"{name}.part.zip"
+        model.save(str(tmp))
+        os.replace(tmp, final)
+        write_json_atomic(self.checkpoints / f"{name}.json", meta)
+        if latest:
+            write_json_atomic(self.latest, {"checkpoint": f"checkpoints/{name}.zip",
+                                            "meta": f"checkpoints/{name}.json",
+                                            "steps": meta["steps"]})
+        return final
+
+
+def load_run_config(run_dir: Path) -> TrainConfig:
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        raise ConfigError(f"{run_dir} is not a run directory (no config.yaml)")
+    return config_from_dict(yaml.safe_load(path.read_text(encoding="utf-8")))
+
+
+def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
+          progress: bool = True) -> Path:
+    """Trains per ``cfg`` into ``run_dir`` and returns the final checkpoint's path."""
+    import torch
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    from train.callbacks import TrainingLoop
+
+    run = RunDir(run_dir)
+    meta: dict[str, Any] | None = None
+    if resume:
+        if not run.latest.is_file():
+            raise ConfigError(f"--resume: {run.root} has no checkpoint yet (latest.json)")
+        meta = json.loads((run.root / json.loads(run.latest.read_text())["meta"]).read_text())
+    elif run.latest.is_file() or run.checkpoints.is_dir() and any(run.checkpoints.iterdir()):
+        raise ConfigError(f"run directory {run.root} already holds a run; use --resume to "
+                          f"continue it or --run-dir for a new one")
+    else:
+        run.create(cfg)
+
+    torch.set_num_threads(cfg.torch_threads)
+    league = League(run.league, cfg.league.max_snapshots)
+    if meta is not None:
+        league.restore(meta["league"])
+    thunks = [make_env(cfg, i, run.league) for i in range(cfg.n_envs)]
+    envs = SubprocVecEnv(thunks) if cfg.subproc and cfg.n_envs > 1 else DummyVecEnv(thunks)
+    envs.seed(cfg.seed)
+    if meta is None:
+        model = make_model(cfg, envs, run.tb)
+    else:
+        model = MaskablePPO.load(str(run.root / json.loads(run.latest.read_text())["checkpoint"]),
+                                 env=envs, device=cfg.device,
+                                 custom_objects={"tensorboard_log": str(run.tb)})
+    loop = TrainingLoop(cfg, run, league, meta, progress=progress)
+    remaining = cfg.total_steps - model.num_timesteps
+    started = time.time()
+    try:
+        if remaining > 0:
+            model.learn(total_timesteps=remaining, callback=loop,
+                        reset_num_timesteps=meta is None, tb_log_name="ppo")
+        final = loop.finish(model)
+    finally:
+        envs.close()
+    loop.log_line(f"done in {time.time() - started:.0f} s; checkpoint {final}")
+    return final
+
+
+__all__ = ["RunDir", "code_version", "eval_players", "load_run_config", "make_env",
+           "make_model", "rules_for", "train"]
