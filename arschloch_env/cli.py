@@ -52,6 +52,25 @@ def match_seed(seed: int | None, index: int) -> int | None:
 
 # -- simulate ---------------------------------------------------------------------------------
 
+def check_support(agents: list, specs: list, rules: Rules) -> None:
+    """Refuses, before any game, agents that declare they cannot play these rules."""
+    for agent, spec in zip(agents, specs):
+        supports = getattr(agent, "supports", None)
+        if supports is not None and not supports(rules.to_dict()):
+            raise CliError(f"agent {spec} does not support these rules ({rules.preset}, "
+                           f"{rules.num_players} players)" + _support_detail(agent, rules))
+
+
+def _support_detail(agent, rules: Rules) -> str:
+    from agents.bundle import BundleAgent, BundleError, check_rules
+    if isinstance(agent, BundleAgent):
+        try:
+            check_rules(agent.manifest, rules.to_dict())
+        except BundleError as exc:
+            return f": {exc}"
+    return ""
+
+
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
@@ -70,6 +89,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if args.matches < 1:
         raise CliError(f"--matches {args.matches}: must be at least 1")
     agents = resolve_agents(specs)
+    check_support(agents, specs, rules)
     labels = [agent_label(s) for s in specs]
     writer = RecordWriter(args.record) if args.record else None
     stats = _Summary(n)
@@ -226,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from agents.base import AgentSpecError
+    from agents.bundle import BundleError
     from agents.runner import AgentError
     from arschloch_env.engine import DealError, IllegalActionError
 
@@ -233,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args) or 0
-    except (CliError, RulesError, AgentSpecError, DealError) as exc:
+    except (CliError, RulesError, AgentSpecError, DealError, BundleError) as exc:
         print(f"arschloch {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except (AgentError, IllegalActionError) as exc:
