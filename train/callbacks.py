@@ -98,7 +98,7 @@ class TrainingLoop(BaseCallback):
         cfg = self.cfg
         mlp = policy_mlp(self.model)
         results = evaluate_fields(mlp, rules_for(cfg, eval_players(cfg)), cfg.eval.opponents,
-                                  cfg.eval.deals, seed=cfg.seed + 1)
+                                  cfg.eval.deals, seed=cfg.seed + 1, jobs=cfg.eval.jobs)
         for field_name, r in results.items():
             for key in ("rank_points", "ci_low", "ci_high", "president_rate", "arschloch_rate"):
                 self.logger.record(f"eval/vs_{field_name}/{key}", r[key])
@@ -134,7 +134,7 @@ class TrainingLoop(BaseCallback):
     def log_line(self, text: str) -> None:
         if self._bar is not None:
             self._bar.write(text)
-        elif self.progress:
+        else:
             print(text, flush=True)
 
     def _tb_writer(self):

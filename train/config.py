@@ -63,6 +63,8 @@ class EvalConfig:
     """Fixed fields: the bot against n-1 copies of each."""
     best_by: str = "expert"
     """The field whose rank points pick the best-so-far checkpoint."""
+    jobs: int = 1
+    """Processes for the evaluation tournaments."""
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Evaluation of a policy against fixed fields: duplicate deals, the bot in every seat."""
+"""Evaluation of a policy against fixed fields: a duplicate tournament per field, the bot in
+every seat against n-1 copies of the field bot, one round per deal."""
 
 from __future__ import annotations
 
@@ -9,14 +10,22 @@ from agents.mlp import MLP, MLPAgent
 
 def evaluate_fields(mlp: MLP, rules, fields: list[str], deals: int, seed: int,
                     jobs: int = 1) -> dict[str, dict[str, Any]]:
-    """Rank points per round (n - place) of the greedy policy against n-1 copies of each
-    field, over ``deals`` duplicate deals, with 95% CIs over deals."""
+    """Per field: the greedy policy's rank points per round (n - place) with the 95% CI over
+    deals, its advantage over par ((n-1)/2) with CI, and its President and Arschloch rates."""
     from train.tournament import run_tournament
 
     out = {}
+    par = (rules.num_players - 1) / 2
     for field_spec in fields:
         res = run_tournament(rules, [MLPAgent(mlp, sample=False, name="policy"), field_spec],
-                             deals=deals, seed=seed, mode="duplicate", jobs=jobs,
-                             progress=False)
-        out[field_spec] = res.candidate_summary()
+                             deals=deals, seed=seed, mode="duplicate", jobs=jobs)
+        m = res.metrics["policy"]
+        rp = m["rank_points"]
+        out[field_spec] = {
+            "deals": res.deals_done,
+            "rank_points": rp.mean, "ci_low": rp.low, "ci_high": rp.high,
+            "advantage": rp.mean - par, "advantage_ci_low": rp.low - par,
+            "advantage_ci_high": rp.high - par,
+            "president_rate": m["president"].mean, "arschloch_rate": m["arschloch"].mean,
+        }
     return out

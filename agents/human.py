@@ -1,0 +1,499 @@
+"""A person at the table: the terminal game ``arschloch play`` and its :class:`HumanAgent`.
+
+The agent prompts on the terminal: it shows the sorted hand, the table, who passed, the cards
+left per player, titles and totals, and the legal moves numbered and in plain words. Moves are
+typed as cards or by number:
+
+* ``8 8`` or ``8h 8d`` (a pair of eights; without suits the lowest suits are played),
+  ``t``/``10`` for a ten, ``j q k a`` for the pictures, case-insensitive;
+* ``pass`` (or ``p``); ``3`` or ``#3`` for move 3 of the list (a bare number that is also a
+  rank with a legal single, like ``8``, asks which is meant);
+* in the exchange and the left-over swap the card to give, take or lay: ``7c``, ``give 7c``;
+* ``help`` shows this, ``quit`` (or Ctrl-D, Ctrl-C) leaves the game.
+
+Bad input is answered with what is wrong and prompts again. ``--hint BOT`` shows what that bot
+would play. Finished matches are kept in ``--record``; an unfinished one is not written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from typing import Any, Callable
+
+RANK_ALIASES = {"10": "T", "t": "T", "j": "J", "q": "Q", "k": "K", "a": "A",
+                "ten": "T", "jack": "J", "queen": "Q", "king": "K", "ace": "A"}
+CARD_RE = re.compile(r"^(10|ten|jack|queen|king|ace|[2-9tjqka])([cshd])?$")
+PROMPT = "your move> "
+HELP = ("Type a move as cards, e.g. '8 8' or '8h 8d' (a pair of eights), 't' or '10' for a "
+        "ten, 'pass' (or 'p'), or the number of a move in the list ('3' or '#3'). In the "
+        "exchange and the left-over swap type the card to give, take or lay ('7c'). 'quit' "
+        "or Ctrl-D leaves the game.")
+WORDS = {1: "single", 2: "pair", 3: "triple", 4: "quad"}
+
+
+class QuitGame(Exception):
+    """The player asked to leave."""
+
+
+class MoveError(ValueError):
+    """Input that is not a legal move now; the message says why."""
+
+
+def show_rank(rank: str) -> str:
+    return "10" if rank == "T" else rank
+
+
+def _typed(move: str, legal_cards: list[str]) -> str:
+    """How to type a legal move (``8 8``, ``pass``, ``7C``)."""
+    return " ".join(legal_cards) if legal_cards else move
+
+
+# -- reading a move ---------------------------------------------------------------------------
+
+def _ranks(view: dict) -> list[str]:
+    return list(view["rules"]["rank_order"])
+
+
+def _move_cards(view: dict, action: int) -> list[str]:
+    """What to type for a legal action: ``["8", "8"]`` for a pair, ``["7C"]`` for a give."""
+    R = len(_ranks(view))
+    order = _ranks(view)
+    if action == 0:
+        return ["pass"]
+    if action < 1 + 4 * R:
+        r, k = (action - 1) // 4, (action - 1) % 4 + 1
+        shown = show_rank(order[r])
+        if k == 1 and shown.isdigit() and int(shown) <= len(view["legal"]):
+            # a bare "8" would also be move 8 of the list: show the card itself
+            return [next(c for c in view["hand"] if c[0] == order[r])]
+        return [shown] * k
+    words = next(x["move"] for x in view["legal"] if x["id"] == action).split()
+    return [words[1]]  # "give 7C", "take AS", "lay 8D face down"
+
+
+def _table_words(view: dict) -> str:
+    cards = view["table"]["cards"]
+    rank = show_rank(cards[0][0])
+    k = len(cards)
+    return f"single {rank}" if k == 1 else f"{WORDS[k]} of {rank}s"
+
+
+def _explain(view: dict, rank: int, count: int, held: int) -> str:
+    """Why playing ``count`` cards of ``rank`` is illegal now."""
+    order = _ranks(view)
+    name = show_rank(order[rank])
+    if count > 4:
+        return "a play has at most 4 cards (one rank in four suits)"
+    if held < count:
+        return (f"you hold {held} card(s) of rank {name}" + (
+            f" ({' '.join(c for c in view['hand'] if c[0] == order[rank])})" if held else ""))
+    table = view["table"]
+    if table is not None:
+        k = len(table["cards"])
+        on = _table_words(view)
+        if count != k:
+            return (f"the table holds a {on}: play exactly {k} card(s) of a higher rank, "
+                    f"or pass")
+        if rank <= order.index(table["cards"][0][0]):
+            return (f"that does not beat the {on} on the table: a strictly higher rank is "
+                    f"needed (equal is never enough)")
+    if view["rules"]["no_finish_on_top"] and rank == len(order) - 1 and count == len(view["hand"]):
+        return (f"you may not go out with the top rank ({name}); keep a lower card for the "
+                f"last play")
+    return "that is not a legal move now"
+
+
+def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
+    """The action (and exact cards, if suits were typed) that ``text`` means in ``view``.
+
+    Raises:
+        MoveError: not understood or not legal, with a message that says why.
+        QuitGame: ``quit``.
+    """
+    order = _ranks(view)
+    R = len(order)
+    legal = [x["id"] for x in view["legal"]]
+    phase = view["phase"]
+    raw = text.strip().lower()
+    if raw in ("quit", "exit"):  # not "q": that is a queen
+        raise QuitGame()
+    if not raw:
+        raise MoveError("type a move (e.g. '8 8', 'pass' or a number); 'help' explains")
+    number = raw[1:] if raw.startswith("#") else raw
+    if number.isdigit():
+        i = int(number)
+        by_number = legal[i - 1] if 1 <= i <= len(legal) else None
+        as_rank = RANK_ALIASES.get(number, number.upper())
+        is_rank = as_rank in order
+        if is_rank:  # what the bare rank would mean in this phase
+            r = order.index(as_rank)
+            rank_action = {"play": 1 + 4 * r, "take": 1 + 5 * R + r}.get(phase, 1 + 4 * R + r)
+        if raw.startswith("#") or not is_rank:
+            if by_number is None:
+                raise MoveError(f"there is no move {i}; the moves are numbered 1 to "
+                                f"{len(legal)}")
+            return by_number, None
+        pool = view["face_up"] if phase == "take" else view["hand"]
+        held = [c for c in pool if c[0] == as_rank]
+        if by_number is not None and by_number != rank_action:
+            if not held:  # it cannot mean a card the player does not have
+                return by_number, None
+            what = (f"a single {show_rank(as_rank)}" if phase == "play"
+                    else f"{phase} the {show_rank(as_rank)}")
+            raise MoveError(f"'{raw}' is ambiguous: type '#{i}' for move {i} "
+                            f"({view['legal'][i - 1]['move']}), or '{raw}{held[0][1].lower()}'"
+                            f" for {what}")
+        # otherwise it names the rank: read it as cards below
+    tokens = [t for t in re.split(r"[\s,]+", raw) if t]
+    if tokens and tokens[0] in ("give", "take", "lay", "play"):
+        tokens = tokens[1:]
+    if tokens in (["pass"], ["p"]):
+        if phase != "play":
+            raise MoveError(_phase_hint(view))
+        if 0 not in legal:
+            raise MoveError("you lead this trick, so you cannot pass: play one or more cards "
+                            "of one rank")
+        return 0, None
+    parsed = []
+    for t in tokens:
+        m = CARD_RE.match(t)
+        if m is None:
+            raise MoveError(f"'{t}' is not understood: type cards like '8', '8h', 't' or "
+                            f"'10' (ten), 'pass', or a move number; 'help' explains")
+        rank = RANK_ALIASES.get(m.group(1), m.group(1).upper())
+        if rank not in order:
+            raise MoveError(f"there is no rank {show_rank(rank)} in this deck (ranks: "
+                            f"{' '.join(show_rank(r) for r in order)})")
+        parsed.append((rank, m.group(2).upper() if m.group(2) else None))
+    if not parsed:
+        raise MoveError("type a move (e.g. '8 8', 'pass' or a number); 'help' explains")
+    if len({r for r, _ in parsed}) > 1:
+        raise MoveError("all cards of one move must have the same rank (suits never matter "
+                        "for play)")
+    rank = parsed[0][0]
+    r = order.index(rank)
+    suited = [rank + s for _, s in parsed if s]
+    if len(set(suited)) != len(suited):
+        raise MoveError("the same card is typed twice")
+    if phase == "take":
+        source, where = view["face_up"], "face up on the table"
+    else:
+        source, where = view["hand"], "in your hand"
+    of_rank = [c for c in source if c[0] == rank]
+    missing = [c for c in suited if c not in of_rank]
+    if phase != "play":
+        if len(parsed) != 1:
+            raise MoveError(f"{_phase_hint(view)} (one card at a time)")
+        if not of_rank:
+            raise MoveError(f"there is no card of rank {show_rank(rank)} {where}"
+                            + (f" (face up: {' '.join(view['face_up'])})" if phase == "take"
+                               else ""))
+        if missing:
+            raise MoveError(f"{missing[0]} is not {where}; of rank {show_rank(rank)} there "
+                            f"is {' '.join(of_rank)}")
+        base = 1 + 5 * R if phase == "take" else 1 + 4 * R
+        return base + r, suited or None
+    k = len(parsed)
+    action = 1 + 4 * r + k - 1 if k <= 4 else -1
+    if action not in legal:
+        if k <= 4 and missing and len(of_rank) >= k:
+            raise MoveError(f"{missing[0]} is not {where}; your {show_rank(rank)}s: "
+                            f"{' '.join(of_rank)}")
+        raise MoveError(_explain(view, r, k, len(of_rank)))
+    if missing:
+        raise MoveError(f"{missing[0]} is not {where}; your {show_rank(rank)}s: "
+                        f"{' '.join(of_rank)}")
+    if not suited:
+        return action, None
+    rest = [c for c in of_rank if c not in suited]  # untyped suits: the lowest ones left
+    return action, suited + rest[:k - len(suited)]
+
+
+def _phase_hint(view: dict) -> str:
+    if view["phase"] == "give":
+        return (f"you are giving cards back in the exchange ({view['to_give']} more): type a "
+                f"card of your hand, e.g. '{view['hand'][0].lower()}', or a move number")
+    if view["phase"] == "take":
+        return (f"take one of the face-up left-over cards ({' '.join(view['face_up'])}): type "
+                f"it, e.g. '{view['face_up'][0].lower()}', or a move number")
+    if view["phase"] == "lay":
+        return ("lay one card of your hand face down: type it, e.g. "
+                f"'{view['hand'][0].lower()}', or a move number")
+    return "play cards or pass"
+
+
+# -- the agent --------------------------------------------------------------------------------
+
+class HumanAgent:
+    """The agent protocol on a terminal: shows the seat's view and reads a move.
+
+    Args:
+        input_fn: reads one line (default :func:`input`); EOF (Ctrl-D) leaves the game.
+        output: writes one line (default :func:`print`).
+        hint: an agent whose choice is shown as a hint at every decision.
+        labels: names of the seats' players, for the table.
+    """
+
+    name = "human"
+    uses_view = True
+
+    def __init__(self, input_fn: Callable[[str], str] = input,
+                 output: Callable[[str], Any] = print, hint: Any = None,
+                 hint_label: str = "hint", labels: list[str] | None = None):
+        self.input_fn = input_fn
+        self.output = output
+        self.hint = hint
+        self.hint_label = hint_label
+        self.labels = labels
+        self.seat = 0
+
+    def reset(self, rules: dict, seat: int, seed: int | None = None) -> None:
+        self.seat = seat
+        if self.hint is not None and hasattr(self.hint, "reset"):
+            self.hint.reset(rules, seat, seed)
+
+    def act(self, observation: dict, view: dict | None) -> int:
+        return self.choose(view, observation)[0]
+
+    def choose(self, view: dict, observation: dict | None = None) -> tuple[int, list[str] | None]:
+        """Shows the view and reads moves until one is legal: ``(action, exact cards)``.
+
+        Raises:
+            QuitGame: ``quit`` or end of input.
+        """
+        self.output(self.describe(view, observation))
+        while True:
+            try:
+                text = self.input_fn(PROMPT)
+            except EOFError:
+                raise QuitGame() from None
+            if text.strip().lower() in ("help", "h", "?"):
+                self.output(HELP)
+                continue
+            try:
+                return parse_move(text, view)
+            except MoveError as exc:
+                self.output(f"  ! {exc}")
+
+    def describe(self, view: dict, observation: dict | None = None) -> str:
+        """The table as this seat sees it, with the numbered legal moves."""
+        n = len(view["counts"])
+        me = view["seat"]
+        labels = self.labels or [f"player_{s}" for s in range(n)]
+        lines = [f"== round {view['round']}: your turn (player_{me}) " + "=" * 30,
+                 f"  {'seat':9} {'player':14} {'title':15} {'cards':>5} {'points':>6}"]
+        for s in range(n):
+            flags = []
+            if view["places"][s] is not None:
+                flags.append(f"out: place {view['places'][s]}")
+            if view["passed"][s]:
+                flags.append("passed")
+            if view["table"] is not None and view["table"]["seat"] == s:
+                flags.append("on the table")
+            who = "you" if s == me else labels[s]
+            lines.append(f"  player_{s:<2} {who[:14]:14} {view['titles'][s] or '-':15} "
+                         f"{view['counts'][s]:5} {view['totals'][s]:6}  {', '.join(flags)}"
+                         .rstrip())
+        if view["phase"] == "play":
+            if view["table"] is None:
+                lines.append("  table: empty: you lead (any single, pair, triple or quad)")
+            else:
+                lines.append(f"  table: {_table_words(view)} ({' '.join(view['table']['cards'])})"
+                             f" by player_{view['table']['seat']}: beat it with the same "
+                             f"number of a higher rank, or pass")
+        if view["face_up"]:
+            lines.append(f"  face-up left-over cards: {' '.join(view['face_up'])}")
+        if view["received"] or view["given"]:
+            lines.append(f"  this round you received: {' '.join(view['received']) or '-'}; "
+                         f"gave: {' '.join(view['given']) or '-'}")
+        lines.append(f"  your hand: {' '.join(view['hand'])}")
+        lines.append("  " + _phase_hint(view) if view["phase"] != "play" else
+                     "  legal moves:")
+        width = max(len(x["move"]) for x in view["legal"])
+        for i, x in enumerate(view["legal"], 1):
+            typed = " ".join(_move_cards(view, x["id"])).lower()
+            lines.append(f"   {i:2}) {x['move']:{width}}   type: {typed}")
+        if self.hint is not None and observation is not None:
+            try:
+                a = int(self.hint.act(observation, view))
+                words = next((x["move"] for x in view["legal"] if x["id"] == a),
+                             f"illegal action {a}")
+            except Exception as exc:  # noqa: BLE001 - a broken hint must not end the game
+                words = f"(no hint: {exc})"
+            lines.append(f"  hint ({self.hint_label}): {words}")
+        return "\n".join(lines)
+
+
+# -- the terminal game ------------------------------------------------------------------------
+
+def _name(seat: int, human: int, labels: list[str]) -> str:
+    return "you" if seat == human else f"player_{seat} ({labels[seat]})"
+
+
+def narrate(event: dict, human: int, labels: list[str]) -> str | None:
+    """One record event as the human at ``human`` may see it (hidden cards stay hidden)."""
+    kind = event["event"]
+
+    def who(key: str = "player") -> str:
+        return _name(int(event[key].split("_")[1]), human, labels)
+
+    def is_me(key: str) -> bool:
+        return event[key] == f"player_{human}"
+
+    def verb(key: str, mine: str, theirs: str) -> str:
+        return mine if is_me(key) else theirs
+
+    if kind == "round":
+        return (f"\n-- round {event['round']}: {who('leader')} "
+                f"{verb('leader', 'lead', 'leads')} the first trick")
+    if kind == "leftover_swap":
+        lay = f" ({event['lay']})" if is_me("player") else ""
+        return (f"  {who()} {verb('player', 'take', 'takes')} {event['take']} and "
+                f"{verb('player', 'lay', 'lays')} a card face down{lay}")
+    if kind == "exchange":
+        cards = event["cards"]
+        what = " ".join(cards) if is_me("from") or is_me("to") else f"{len(cards)} card(s)"
+        return f"  exchange: {who('from')} {verb('from', 'give', 'gives')} {what} to {who('to')}"
+    if kind == "play":
+        k = len(event["cards"])
+        rank = show_rank(event["cards"][0][0])
+        words = f"single {rank}" if k == 1 else f"{WORDS[k]} of {rank}s"
+        return f"  {who()} {verb('player', 'play', 'plays')} {' '.join(event['cards'])} ({words})"
+    if kind == "pass":
+        return f"  {who()} {verb('player', 'pass', 'passes')}"
+    if kind == "trick_end":
+        return f"  -- trick to {who('winner')}"
+    if kind == "out":
+        why = {"emptied": "played the last card", "only_top": "only top-rank cards left",
+               "last": "the last one holding cards"}[event["reason"]]
+        return f"  ** {who()} {verb('player', 'are', 'is')} out: place {event['place']} ({why})"
+    if kind == "round_end":
+        rows = [f"\n== round {event['round']} over:"]
+        for p, place in sorted(event["places"].items(), key=lambda kv: kv[1]):
+            s = int(p.split("_")[1])
+            rows.append(f"  {place}. {_name(s, human, labels):24} {event['titles'][p]:15} "
+                        f"+{event['points'][p]} point(s), total {event['totals'][p]}")
+        return "\n".join(rows)
+    if kind == "match_end":
+        names = ", ".join(_name(int(w.split("_")[1]), human, labels) for w in event["winners"])
+        return f"\n== match over: winner(s) {names}"
+    return None
+
+
+def play_terminal(rules, bots: list[Any], labels: list[str], seat: int, seed: int | None,
+                  match_index: int, human: HumanAgent, output: Callable[[str], Any] = print):
+    """Plays one match with ``human`` at ``seat``; returns the finished game.
+
+    Raises:
+        QuitGame: the player left.
+    """
+    from agents.runner import agent_step, observation_of, reset_agents
+    from arschloch_env.engine import Game, IllegalActionError, player_name
+    from arschloch_env.observation import Encoder
+    from arschloch_env.view import public_view
+
+    agents = list(bots)
+    agents.insert(seat, human)
+    game = Game(rules, seed=seed, match_index=match_index, record=True, auto_pass=True,
+                agents={player_name(i): l for i, l in enumerate(labels)})
+    encoder = Encoder(game.R)
+    reset_agents(agents, game.rules.to_dict(), seed)
+    shown = 0
+    while True:
+        for event in game.events[shown:]:
+            line = narrate(event, seat, labels)
+            if line is not None:
+                output(line)
+        shown = len(game.events)
+        if game.is_over:
+            return game
+        if game.current != seat:
+            agent_step(agents[game.current], game, encoder)
+            continue
+        view = public_view(game, seat)
+        action, cards = human.choose(view, observation_of(game, encoder, seat))
+        try:
+            game.step(action, cards=cards, seat=seat)
+        except IllegalActionError as exc:  # parse_move checks first; this is a safety net
+            output(f"  ! {exc}")
+
+
+def add_parser(sub) -> None:
+    """Adds the ``play`` subcommand to the ``arschloch`` parser."""
+    from arschloch_env.cli import add_rules_args
+
+    p = sub.add_parser("play", help="play a match against bots on the terminal",
+                       description="Play Arschloch against bots on the terminal. " + HELP)
+    add_rules_args(p)
+    p.add_argument("--bots", nargs="+", default=["random"], metavar="SPEC",
+                   help="the other seats' bots in seat order, or one for all (default random)")
+    p.add_argument("--seat", type=int, default=0, metavar="S", help="your seat (default 0)")
+    p.add_argument("--seed", type=int, default=None, metavar="S",
+                   help="seed of the deals (default: a new one each time)")
+    p.add_argument("--matches", type=int, default=1, metavar="M",
+                   help="matches to play (default 1)")
+    p.add_argument("--hint", metavar="BOT", help="show what this bot would play")
+    p.add_argument("--record", metavar="FILE", help="write the finished matches' records")
+    p.set_defaults(func=_cmd_play)
+
+
+def _cmd_play(args: argparse.Namespace) -> int:
+    from agents.base import agent_label, make_agent, resolve_agents
+    from arschloch_env.cli import CliError, match_seed, rules_from_args
+    from arschloch_env.records import RecordWriter
+
+    if args.players is None and len(args.bots) > 1 and not any(
+            o.startswith("num_players=") for o in args.overrides):
+        args.players = len(args.bots) + 1
+    rules = rules_from_args(args)
+    n = rules.num_players
+    specs = args.bots * (n - 1) if len(args.bots) == 1 else args.bots
+    if len(specs) != n - 1:
+        raise CliError(f"--bots: {len(specs)} bot(s) for the {n - 1} other seats; give one "
+                       f"per other seat (in seat order) or one for all")
+    if not 0 <= args.seat < n:
+        raise CliError(f"--seat {args.seat}: allowed 0..{n - 1}")
+    if args.matches < 1:
+        raise CliError(f"--matches {args.matches}: must be at least 1")
+    bots = resolve_agents(specs)
+    hint = make_agent(args.hint) if args.hint else None
+    for label, agent in [*zip(specs, bots), *([(args.hint, hint)] if hint else [])]:
+        supports = getattr(agent, "supports", None)
+        if callable(supports) and not supports(rules.to_dict()):
+            raise CliError(f"bot {label!r} does not support these rules")
+    labels = [agent_label(s) for s in specs]
+    labels.insert(args.seat, "human")
+    seed = args.seed
+    if seed is None:
+        import secrets
+        seed = secrets.randbits(31)
+    writer = RecordWriter(args.record) if args.record else None
+    human = HumanAgent(hint=hint, hint_label=args.hint or "hint", labels=labels)
+    print(f"Arschloch: {rules.preset}, {n} players, you are player_{args.seat}; seed {seed}. "
+          f"'help' explains the input.")
+    code, finished = 0, 0
+    try:
+        for k in range(args.matches):
+            game = play_terminal(rules, bots, labels, args.seat, match_seed(seed, k), k, human)
+            finished += 1
+            if writer is not None:
+                writer.write_match(game.events)
+    except QuitGame:
+        print("\nyou left the game")
+    except KeyboardInterrupt:
+        print("\ninterrupted (Ctrl-C); you left the game")
+        code = 130
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is not None:
+        print(f"record: {args.record} ({finished} finished match(es)"
+              + ("" if finished == args.matches else "; the unfinished one is not kept") + ")")
+    sys.stdout.flush()
+    return code
+
+
+__all__ = ["HumanAgent", "MoveError", "QuitGame", "add_parser", "narrate", "parse_move",
+           "play_terminal"]

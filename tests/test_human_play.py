@@ -1,0 +1,244 @@
+"""``arschloch play``: the move reader, and the real program driven through a pseudo-terminal.
+
+The pexpect tests type like a person: bad input, help, moves as cards (``9 9``, ``9C 9D``,
+``t`` for a ten) and by number, through whole matches with an exchange (and, with five
+players, the left-over swap). The typed strategy is "lowest play, pass only when forced", so
+the seeds below are ones where seat 0 finishes round 1 in the place that the phase needs.
+"""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from agents.human import HumanAgent, MoveError, QuitGame, narrate, parse_move
+from arschloch_env.engine import Game
+from arschloch_env.view import public_view
+
+pexpect = pytest.importorskip("pexpect")
+
+ROOT = Path(__file__).resolve().parent.parent
+EXE = str(Path(sys.executable).with_name("arschloch"))
+PROMPT = r"your move> "
+MOVE_LINE = re.compile(r"^\s+(\d+)\) (.+?)\s+type: (.+?)\s*$", re.M)
+
+#           player_0 holds 7C and leads round 1
+HANDS = [["7C", "8H", "8D", "TS", "TD", "JC", "AC", "AD"],
+         ["7S", "8C", "9C", "9S", "JS", "QC", "KC", "AS"],
+         ["7H", "8S", "9H", "TC", "JH", "QS", "KS", "AH"],
+         ["7D", "9D", "TH", "JD", "QH", "QD", "KH", "KD"]]
+
+
+def _lead_view():
+    game = Game("culo", seed=0, deals=[(HANDS, [])], rounds=1)
+    assert game.current == 0
+    return game, public_view(game, 0)
+
+
+def _id(view, words):
+    return next(x["id"] for x in view["legal"] if x["move"] == words)
+
+
+# -- the move reader --------------------------------------------------------------------------
+
+def test_moves_typed_as_cards_or_numbers():
+    game, view = _lead_view()
+    assert [x["move"] for x in view["legal"]] == [
+        "single 7", "single 8", "pair of 8s", "single 10", "pair of 10s", "single jack",
+        "single ace", "pair of aces"]
+    pair8 = _id(view, "pair of 8s")
+    assert parse_move("8 8", view) == (pair8, None)
+    assert parse_move("8H 8D", view) == (pair8, ["8H", "8D"])
+    assert parse_move("8h,8d", view) == (pair8, ["8H", "8D"])
+    assert parse_move("  8d ", view) == (_id(view, "single 8"), ["8D"])
+    assert parse_move("8h 8", view) == (pair8, ["8H", "8D"])  # the untyped suit: lowest left
+    assert parse_move("t", view) == (_id(view, "single 10"), None)
+    assert parse_move("T 10", view) == (_id(view, "pair of 10s"), None)
+    assert parse_move("play a a", view) == (_id(view, "pair of aces"), None)
+    assert parse_move("3", view) == (pair8, None)
+    assert parse_move("#7", view) == (_id(view, "single ace"), None)
+    assert parse_move("2", view) == (_id(view, "single 8"), None)  # 2 is no rank here
+    with pytest.raises(QuitGame):
+        parse_move("QUIT", view)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("pass", "you lead this trick, so you cannot pass"),
+    ("zz", "'zz' is not understood"),
+    ("", "type a move"),
+    ("9", "you hold 0 card(s) of rank 9"),
+    ("8c", "8C is not in your hand; your 8s: 8H 8D"),
+    ("8 9", "the same rank"),
+    ("8h 8h", "typed twice"),
+    ("8", "'8' is ambiguous: type '#8' for move 8 (pair of aces), or '8h' for a single 8"),
+    ("#12", "there is no move 12; the moves are numbered 1 to 8"),
+    ("7", "'7' is ambiguous: type '#7' for move 7 (single ace), or '7c' for a single 7"),
+    ("k k k k k", "at most 4 cards"),
+])
+def test_bad_moves_are_explained(text, message):
+    game, view = _lead_view()
+    with pytest.raises(MoveError) as exc:
+        parse_move(text, view)
+    assert message in str(exc.value)
+
+
+def test_following_moves():
+    game, _ = _lead_view()
+    game.step(1)  # player_0 leads the single 7
+    view = public_view(game, 1)
+    with pytest.raises(MoveError, match="the table holds a single 7: play exactly 1"):
+        parse_move("9 9", view)
+    assert parse_move("p", view) == (0, None)
+    game.step(game.codec.play(1, 1))  # player_1 plays a single 8
+    view = public_view(game, 2)
+    with pytest.raises(MoveError, match="does not beat the single 8 on the table"):
+        parse_move("7h", view)
+    with pytest.raises(MoveError, match="'7' is ambiguous"):
+        parse_move("7", view)  # move 7 (single ace), or the 7 player_2 holds
+    game.step(0)
+    view = public_view(game, 3)
+    assert parse_move("#2", view) == (view["legal"][1]["id"], None)
+
+
+def test_human_agent_reprompts_until_legal_and_shows_the_table():
+    game, view = _lead_view()
+    typed = iter(["zz", "help", "pass", "8 8"])
+    out = []
+    agent = HumanAgent(input_fn=lambda prompt: next(typed), output=out.append,
+                       labels=["human", "random", "random", "random"])
+    assert agent.choose(view) == (_id(view, "pair of 8s"), None)
+    text = "\n".join(out)
+    assert "your hand: 7C 8H 8D TS TD JC AC AD" in text
+    assert "3) pair of 8s" in text and "type: 8 8" in text
+    assert "'zz' is not understood" in text and "Type a move as cards" in text
+    assert "cannot pass" in text
+    eof = HumanAgent(input_fn=lambda prompt: (_ for _ in ()).throw(EOFError()), output=out.append)
+    with pytest.raises(QuitGame):
+        eof.act({}, view)
+
+
+def test_narration_hides_other_players_cards():
+    labels = ["human", "bot", "bot", "bot"]
+    secret = {"event": "exchange", "from": "player_1", "to": "player_2", "cards": ["AS"]}
+    mine = {"event": "exchange", "from": "player_3", "to": "player_0", "cards": ["AS", "AH"]}
+    swap = {"event": "leftover_swap", "player": "player_2", "take": "AS", "lay": "7D"}
+    assert narrate(secret, 0, labels) == "  exchange: player_1 (bot) gives 1 card(s) to player_2 (bot)"
+    assert "AS AH to you" in narrate(mine, 0, labels)
+    assert "7D" not in narrate(swap, 0, labels) and "takes AS" in narrate(swap, 0, labels)
+    assert narrate({"event": "round", "round": 1, "hands": {}, "leftover": [],
+                    "leader": "player_0"}, 0, labels).endswith("you lead the first trick")
+
+
+# -- the real program in a pseudo-terminal ----------------------------------------------------
+
+def _spawn(args, cwd):
+    return pexpect.spawn(EXE, args, encoding="utf-8", timeout=30, cwd=str(cwd),
+                         dimensions=(80, 220))
+
+
+def _reply(screen: str, k: int) -> str:
+    """The lowest legal play (pass only when forced), typed in one of three ways."""
+    moves = MOVE_LINE.findall(screen.replace("\r", ""))
+    num, words, typed = next((m for m in moves if m[1] != "pass"), moves[0])
+    hand = re.findall(r"your hand: (.*)", screen.replace("\r", ""))[-1].split()
+    mode = k % 3
+    if mode == 1:  # by number
+        return num if int(num) < 7 else f"#{num}"
+    tokens = typed.split()
+    if mode == 2 and re.match(r"(single|pair|triple|quad) ", words):  # exact cards: 9C 9D
+        rank = {"10": "T"}.get(tokens[0], tokens[0].upper())[0]
+        return " ".join([c for c in hand if c[0] == rank][:len(tokens)])
+    return " ".join("t" if t == "10" else t for t in tokens)
+
+
+def _play(child, opening=(), quit_at=None):
+    """Answers every prompt; returns the transcript and the set of phases met."""
+    transcript, screen, k = [], "", 0
+    opening = list(opening)
+    phases = set()
+    while True:
+        if child.expect([PROMPT, pexpect.EOF]) == 1:
+            transcript.append(child.before)
+            return "".join(transcript), phases
+        transcript.append(child.before + PROMPT)
+        if "legal moves:" in child.before or "type: " in child.before:
+            screen = child.before
+        for marker, phase in (("giving cards back", "give"), ("face-up left-over cards (",
+                                                              "take"), ("face down: type", "lay")):
+            if marker in child.before:
+                phases.add(phase)
+        if quit_at is not None and k == quit_at:
+            quit_at(child) if callable(quit_at) else None
+        if opening:
+            child.sendline(opening.pop(0))
+            continue
+        child.sendline(_reply(screen, k))
+        k += 1
+
+
+def test_full_match_with_exchange_bad_input_and_numbers(tmp_path):
+    rec = tmp_path / "me.jsonl"
+    child = _spawn(["play", "--rules", "culo", "--players", "4", "--bots", "random", "random",
+                    "random", "--seat", "0", "--seed", "0", "--set", "rounds=2", "--hint",
+                    "random", "--record", str(rec)], tmp_path)
+    text, phases = _play(child, opening=["zz", "help", "k k k k k", "#99"])
+    child.close()
+    assert child.exitstatus == 0, text[-2000:]
+    assert "'zz' is not understood" in text
+    assert "Type a move as cards" in text
+    assert "a play has at most 4 cards" in text
+    assert "there is no move 99" in text
+    assert "hint (random): " in text
+    assert "your hand: " in text and "cards points" in text
+    assert "== round 1 over:" in text and "== round 2 over:" in text
+    assert "== match over: winner(s)" in text
+    assert "give" in phases  # seat 0 was President after round 1 with this seed
+    assert re.search(r"you play \w\w \w\w \(pair", text)  # a pair typed as cards went through
+    assert "record: " in text and "1 finished match(es)" in text
+    events = [json.loads(line) for line in rec.read_text().splitlines()]
+    assert events[0]["agents"]["player_0"] == "human"
+    assert [e for e in events if e["event"] == "exchange" and e["from"] == "player_0"]
+    from arschloch_env.cli import main as cli_main
+    assert cli_main(["replay", "--quiet", str(rec)]) == 0
+
+
+def test_left_over_swap_with_five_players(tmp_path):
+    child = _spawn(["play", "--players", "5", "--bots", "random", "--seed", "3", "--set",
+                    "rounds=2"], tmp_path)
+    text, phases = _play(child)
+    child.close()
+    assert child.exitstatus == 0, text[-2000:]
+    assert {"take", "lay"} <= phases  # seat 0 finished round 1 third with this seed
+    assert re.search(r"you take \w\w and lay a card face down \(\w\w\)", text)
+
+
+def test_ctrl_c_and_ctrl_d_quit_cleanly_keeping_finished_matches(tmp_path):
+    rec = tmp_path / "two.jsonl"
+    child = _spawn(["play", "--bots", "random", "--seed", "4", "--matches", "2", "--set",
+                    "rounds=1", "--record", str(rec)], tmp_path)
+    # play match 0 to its end, then press Ctrl-C at the first prompt of match 1
+    transcript, k = "", 0
+    while True:
+        child.expect(PROMPT)
+        transcript += child.before
+        if "match over" in transcript:
+            break
+        child.sendline(_reply(child.before if "type: " in child.before else transcript, k))
+        k += 1
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "interrupted (Ctrl-C)" in child.before and "Traceback" not in child.before
+    assert "1 finished match(es); the unfinished one is not kept" in child.before
+    assert child.exitstatus == 130
+    lines = [json.loads(x) for x in rec.read_text().splitlines()]
+    assert [e["event"] for e in lines].count("match_end") == 1
+
+    child = _spawn(["play", "--bots", "random", "--seed", "4"], tmp_path)
+    child.expect(PROMPT)
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "you left the game" in child.before and child.exitstatus == 0

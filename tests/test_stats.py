@@ -1,0 +1,67 @@
+"""Statistics of tournaments: Student-t intervals over blocks, paired differences, OpenSkill."""
+
+import math
+
+import pytest
+
+from train.stats import mean_ci, openskill_ratings, paired_diff, t_quantile
+
+# Two-sided 95% critical values of Student's t, from the standard tables.
+T975 = {1: 12.706205, 2: 4.302653, 4: 2.776445, 10: 2.228139, 30: 2.042272, 120: 1.979930}
+
+
+@pytest.mark.parametrize("df,value", sorted(T975.items()))
+def test_t_quantile_matches_the_tables(df, value):
+    assert t_quantile(0.975, df) == pytest.approx(value, abs=1e-6)
+    assert t_quantile(0.025, df) == pytest.approx(-value, abs=1e-6)
+
+
+def test_t_tends_to_the_normal():
+    assert t_quantile(0.975, 1e6) == pytest.approx(1.959964, abs=1e-5)
+    assert t_quantile(0.5, 3) == 0.0
+    with pytest.raises(ValueError):
+        t_quantile(1.0, 3)
+
+
+def test_mean_ci_of_one_to_five_by_hand():
+    # mean 3, sample variance 2.5, standard error sqrt(2.5 / 5), t(0.975, 4) = 2.776445
+    e = mean_ci([1, 2, 3, 4, 5])
+    assert e.mean == 3.0 and e.n == 5
+    assert e.sd == pytest.approx(math.sqrt(2.5))
+    assert e.half_width == pytest.approx(2.776445105 * math.sqrt(0.5), abs=1e-8)
+    assert (e.low, e.high) == pytest.approx((3 - e.half_width, 3 + e.half_width))
+    assert e.text(2) == "3.00 ± 1.96"
+
+
+def test_paired_difference_by_hand():
+    # differences 1, 0, 2: mean 1, sd 1, half width t(0.975, 2) / sqrt(3)
+    e = paired_diff([1, 2, 3], [0, 2, 1])
+    assert e.mean == 1.0
+    assert e.half_width == pytest.approx(4.302652730 / math.sqrt(3), abs=1e-8)
+
+
+def test_degenerate_inputs():
+    one = mean_ci([0.7])
+    assert one.mean == 0.7 and one.low is None and one.half_width is None
+    assert one.text() == "0.700 ± ?"
+    flat = mean_ci([0.5] * 4)
+    assert flat.half_width == 0.0 and flat.low == flat.high == 0.5
+    with pytest.raises(ValueError, match="no values"):
+        mean_ci([])
+    with pytest.raises(ValueError, match="equal lengths"):
+        paired_diff([1, 2], [1])
+    with pytest.raises(ValueError, match="level"):
+        mean_ci([1, 2], level=1.5)
+
+
+def test_openskill_orders_bots_and_rates_copies_as_one_player():
+    # bot 0 always first against three copies of bot 1
+    games = [((0, 1, 1, 1), (1, 2, 3, 4)), ((1, 0, 1, 1), (2, 1, 3, 4))] * 20
+    r = openskill_ratings(games, 2)
+    assert r[0]["mu"] > 25 > r[1]["mu"]
+    assert r[0]["games"] == r[1]["games"] == 40
+    assert r[0]["ordinal"] == pytest.approx(r[0]["mu"] - 3 * r[0]["sigma"])
+    assert openskill_ratings(games, 2) == r  # deterministic
+    # with distinct bots the loser of every game ends lowest
+    r3 = openskill_ratings([((0, 1, 2), (2, 1, 3))] * 10, 3)
+    assert r3[1]["mu"] > r3[0]["mu"] > r3[2]["mu"]

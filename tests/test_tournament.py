@@ -1,0 +1,278 @@
+"""Tournaments: seatings, figures with hand-computed intervals, jobs-independence, the CLI,
+Ctrl-C, and records that replay."""
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from arschloch_env.cli import main as cli_main
+from arschloch_env.rules import make_rules
+from train.report import FILES, csv_text, text_report
+from train.tournament import (
+    TournamentError, plan_table, run_tournament, seatings_of, summarise,
+)
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+EXE = str(Path(sys.executable).with_name("arschloch"))
+LOWEST = "test_tournament:LowestAgent"  # importable in subprocesses with PYTHONPATH=tests
+
+
+class LowestAgent:
+    """Plays the lowest legal play, passes only when it must: clearly better than random."""
+
+    name = "lowest"
+    uses_view = False
+
+    def act(self, observation, view):
+        legal = np.flatnonzero(observation["action_mask"])
+        plays = legal[legal != 0]
+        return int(plays[0] if len(plays) else legal[0])
+
+
+class CuloOnlyAgent(LowestAgent):
+    name = "culo-only"
+
+    def supports(self, rules):
+        return rules["preset"].startswith("culo")
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
+# -- seatings ---------------------------------------------------------------------------------
+
+def test_candidate_against_field_sits_in_every_seat():
+    bots, labels, table = plan_table(["lowest-spec", "random"], 4)
+    assert labels == ["lowest-spec", "random"] and table == [0, 1, 1, 1]
+    orders = seatings_of(table)
+    assert len(orders) == 4
+    assert sorted(o.index(0) for o in orders) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("table,count", [((0, 0, 1, 2), 12), ((0, 1, 2), 6),
+                                         ((0, 0, 1, 1, 2), 30)])
+def test_mixed_tables_play_every_distinct_seating(table, count):
+    orders = seatings_of(table)
+    assert len(orders) == len(set(orders)) == count
+    n = len(table)
+    copies = Counter(table)
+    for seat in range(n):  # every bot sits in every seat in proportion to its copies
+        at_seat = Counter(o[seat] for o in orders)
+        assert {b: at_seat[b] * n for b in copies} == {b: count * c for b, c in copies.items()}
+    rot = seatings_of(table, "rotate")
+    assert len(rot) == n and all(sorted(o) == sorted(table) for o in rot)
+
+
+def test_table_errors():
+    with pytest.raises(TournamentError, match="3 spec.*give 2.*or 4"):
+        plan_table(["a", "b", "c"], 4)
+    with pytest.raises(TournamentError, match="only one distinct bot"):
+        plan_table(["random", "random"], 4)
+    _, labels, table = plan_table(["a", "a", "b"], 3)
+    assert labels == ["a", "b"] and table == [0, 0, 1]
+
+
+# -- figures from known inputs ----------------------------------------------------------------
+
+def test_summary_of_known_blocks_by_hand():
+    """Three players, the candidate (0) against two copies of the field (1).
+
+    Candidate's place in the three seatings: block 0: 1 1 1, block 1: 3 2 3, block 2: 2 2 2,
+    so its block scores are 1, 1/6, 1/2 (mean 5/9, sample variance 19/108) and the field's
+    (1.5 - candidate) / 2 per game: 1/4, 2/3, 1/2.
+    """
+    orders = seatings_of([0, 1, 1])
+    assert orders == [(0, 1, 1), (1, 0, 1), (1, 1, 0)]
+    cand_places = [[1, 1, 1], [3, 2, 3], [2, 2, 2]]
+    blocks = []
+    for d, cps in enumerate(cand_places):
+        games = []
+        for order, cp in zip(orders, cps):
+            others = iter(p for p in (1, 2, 3) if p != cp)
+            places = [cp if b == 0 else next(others) for b in order]
+            games.append({"seating": list(order), "rounds": [places],
+                          "winners": [places.index(1)]})
+        blocks.append({"deal": d, "seed": 100 + d, "games": games})
+    rules = make_rules("culo", 3, rounds=1)
+    res = summarise(blocks[::-1], rules=rules, rules_given=rules, mode="duplicate",
+                    seatings="all", seed=0, deals=3, bots=["cand", "field"],
+                    labels=["cand", "field"], table=[0, 1, 1], seat_orders=orders,
+                    complete=True)
+    t2 = 4.302652729749464
+    s = res.metrics["cand"]["score"]
+    assert s.mean == pytest.approx(5 / 9)
+    assert s.sd == pytest.approx(math.sqrt(19 / 108))
+    assert s.half_width == pytest.approx(t2 * math.sqrt(19) / 18)
+    assert res.metrics["field"]["score"].mean == pytest.approx((1 / 4 + 2 / 3 + 1 / 2) / 3)
+    assert res.metrics["cand"]["president"].mean == pytest.approx(1 / 3)
+    assert res.metrics["cand"]["place"].mean == pytest.approx((1 + 8 / 3 + 2) / 3)
+    assert res.metrics["cand"]["rank_points"].mean == pytest.approx(2 * 5 / 9)
+    diff = res.paired[0]["metrics"]["score"]  # per block 3/4, -1/2, 0
+    assert (res.paired[0]["a"], res.paired[0]["b"]) == ("cand", "field")
+    assert diff.mean == pytest.approx(1 / 12)
+    assert diff.half_width == pytest.approx(t2 * math.sqrt(19) / 12)
+    assert res.places["cand"]["counts"] == [3, 4, 2]
+    assert res.deal_seeds == [100, 101, 102]  # sorted by deal whatever the input order
+    assert res.games == res.rounds == 9
+    assert "cand - field: score +0.083" in text_report(res)
+    assert "bot,cand,score,0.5555555555555556," in csv_text(res)
+
+
+# -- playing tournaments ----------------------------------------------------------------------
+
+def _figures(res):
+    d = res.to_dict()
+    d.pop("run")
+    return d
+
+
+def test_same_figures_for_one_and_two_jobs_and_every_seat_played():
+    a = run_tournament("culo", [LowestAgent(), "random"], deals=6, seed=11, jobs=1)
+    b = run_tournament("culo", [LowestAgent(), "random"], deals=6, seed=11, jobs=2)
+    assert a.run["jobs"] == 1 and b.run["jobs"] == 2
+    assert _figures(a) == _figures(b)
+    assert a.complete and a.deals_done == 6 and a.games == a.rounds == 24
+    assert all(v is not None for v in a.by_seat["lowest"])
+    assert sorted(o.index("lowest") for o in a.seat_orders) == [0, 1, 2, 3]
+    assert a.metrics["lowest"]["score"].mean > a.metrics["random"]["score"].mean
+    # the rank points of a round always sum to n(n-1)/2
+    m = a.metrics
+    assert m["lowest"]["rank_points"].mean + 3 * m["random"]["rank_points"].mean == \
+        pytest.approx(6.0)
+    c = run_tournament("culo", [LowestAgent(), "random"], deals=6, seed=12, jobs=1)
+    assert _figures(c) != _figures(a)
+
+
+def test_session_mode_plays_whole_matches_and_mixed_tables():
+    res = run_tournament("culo", [LowestAgent(), "random", "random"], deals=2, seed=3,
+                         mode="session", jobs=1, rounds=2)
+    assert res.num_players == 3 and res.rules["rounds"] == 2
+    assert len(res.seat_orders) == 3 and res.games == 6 and res.rounds == 12
+    assert "win" in res.metrics["lowest"]
+    dup = run_tournament("tavern", [LowestAgent(), "random"], deals=1, seed=3, jobs=1,
+                         players=3)
+    assert dup.rules["rounds"] == 1 and dup.rules_given["rounds"] == 5
+    assert dup.metrics["lowest"]["score"].half_width is None  # one block: no interval
+
+
+def test_bad_arguments_fail_before_any_game(tmp_path):
+    calls = []
+
+    class Spy(LowestAgent):
+        def act(self, observation, view):
+            calls.append(1)
+            return super().act(observation, view)
+
+    spy = Spy()
+    cases = [
+        (dict(deals=0), "deals: 0 is not allowed"),
+        (dict(jobs=0), "jobs: 0 is not allowed"),
+        (dict(mode="league"), "mode: 'league'"),
+        (dict(bots=[spy, "no-such-bot"]), "unknown agent spec 'no-such-bot'"),
+        (dict(bots=[spy, "random", "random"], players=4), "3 spec"),
+        (dict(bots=[CuloOnlyAgent(), spy], rules="tavern"), "does not support these rules"),
+        (dict(record=tmp_path), "is a directory"),
+    ]
+    for kwargs, message in cases:
+        args = dict(rules="culo", bots=[spy, "random"], deals=2, seed=0, jobs=1)
+        args.update(kwargs)
+        with pytest.raises(TournamentError, match=message):
+            run_tournament(**args)
+    assert calls == []
+
+
+def test_cli_smoke_writes_every_file_and_replayable_records(tmp_path):
+    out, rec = tmp_path / "out", tmp_path / "games.jsonl"
+    proc = subprocess.run(
+        [EXE, "tournament", "--rules", "culo", "--players", "4", "--bots", LOWEST, "random",
+         "--deals", "4", "--seed", "5", "--jobs", "2", "--out", str(out), "--record", str(rec),
+         "--set", "no_finish_on_top=false"],
+        capture_output=True, text=True, env=_env(), timeout=60, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "| test_tournament:LowestAgent |" in proc.stdout
+    assert "paired differences" in proc.stdout
+    assert sorted(p.name for p in out.iterdir()) == sorted(FILES)
+    data = json.loads((out / "results.json").read_text())
+    assert data["complete"] and data["deals_done"] == 4 and data["seed"] == 5
+    assert data["rules"]["no_finish_on_top"] is False and data["rules"]["rounds"] == 1
+    assert [b["spec"] for b in data["bots"]] == [LOWEST, "random"]
+    assert len(data["deal_seeds"]) == 4
+    assert set(data["metrics"][LOWEST]) == {"score", "rank_points", "president", "arschloch",
+                                            "place"}
+    assert (out / "score.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| bot |" in (out / "results.md").read_text()
+    assert (out / "results.csv").read_text().startswith("kind,name,metric,mean,low,high")
+    # the record is every game in block order, and it replays through the engine
+    matches = [json.loads(line) for line in rec.read_text().splitlines()
+               if '"event": "match"' in line]
+    assert len(matches) == 16 and [m["index"] for m in matches[::4]] == [0, 1, 2, 3]
+    deals = [json.loads(line)["hands"] for line in rec.read_text().splitlines()
+             if '"event": "round"' in line]
+    assert all(deals[i] == deals[i - i % 4] for i in range(16))  # same cards in every seating
+    assert [m["agents"]["player_2"] for m in matches[:4]] == ["random", "random", LOWEST,
+                                                                "random"]
+    assert cli_main(["replay", "--quiet", str(rec)]) == 0
+
+
+def test_cli_rejects_nonsense_with_a_clear_message(tmp_path, capsys):
+    proc = subprocess.run([EXE, "tournament", "--bots", "random", "greedy-nope", "--deals", "2"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "unknown agent spec 'greedy-nope'" in proc.stderr and "Traceback" not in proc.stderr
+    cases = [
+        (["--bots", "random", LOWEST, "--deals", "0"], "deals: 0 is not allowed"),
+        (["--bots", "random", LOWEST, "--jobs", "0"], "jobs: 0 is not allowed"),
+        (["--bots", "random", "random", "random", "--players", "4"], "3 spec(s) for 4"),
+        (["--bots", "random", "random"], "only one distinct bot"),
+        (["--bots", "random", LOWEST, "--set", "rounds=0"], "rounds: 0 is not allowed"),
+        (["--bots", "random", LOWEST, "--out", str(tmp_path / "f.txt")], "is a file"),
+    ]
+    (tmp_path / "f.txt").write_text("x")
+    sys.path.insert(0, str(HERE))
+    try:
+        for extra, message in cases:
+            assert cli_main(["tournament", "--deals", "2", "--jobs", "1", *extra]) == 2
+            err = capsys.readouterr().err
+            assert "arschloch tournament: error:" in err and message in err, err
+    finally:
+        sys.path.remove(str(HERE))
+
+
+def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path):
+    out, rec = tmp_path / "out", tmp_path / "games.jsonl"
+    proc = subprocess.Popen(
+        [EXE, "tournament", "--bots", LOWEST, "random", "--deals", "100000", "--seed", "1",
+         "--jobs", "2", "--out", str(out), "--record", str(rec), "--no-plots"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT)
+    part = rec.with_name(rec.name + ".part")
+    deadline = time.time() + 60
+    while not (part.exists() and part.stat().st_size > 20000):
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < deadline, "the tournament never got going"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "partial results written" in stderr
+    assert "Traceback" not in stderr
+    assert "INTERRUPTED" in stdout
+    data = json.loads((out / "results.json").read_text())
+    assert data["complete"] is False and 0 < data["deals_done"] < 100000
+    assert data["run"]["interrupted"] is True
+    assert data["metrics"][LOWEST]["score"]["n"] == data["deals_done"]
+    assert not part.exists() and rec.exists()
+    assert cli_main(["replay", "--quiet", str(rec)]) == 0
+    assert data["run"]["record_matches"] == 4 * data["deals_done"]

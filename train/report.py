@@ -1,0 +1,243 @@
+"""Reports of a tournament: the printed table, Markdown, CSV, JSON and PNG plots.
+
+Every file is written atomically (a temporary file beside the target, then renamed), so an
+interrupted run never leaves a half-written report under the final name.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from train.stats import Estimate
+from train.tournament import TournamentResult
+
+METRIC_TITLES = {
+    "score": "score",
+    "rank_points": "rank pts/round",
+    "president": "President",
+    "arschloch": "Arschloch",
+    "place": "mean place",
+    "win": "match wins",
+}
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+FILES = ("results.json", "results.md", "results.csv", "score.png", "places.png")
+
+
+def _est(e: Estimate | None, digits: int = 3, pct: bool = False) -> str:
+    if e is None:
+        return "-"
+    if pct:
+        if e.half_width is None:
+            return f"{e.mean:.1%} ± ?"
+        return f"{e.mean:.1%} ± {e.half_width:.1%}"
+    return e.text(digits)
+
+
+def headline(res: TournamentResult) -> str:
+    r = res.rules
+    what = ("duplicate, 1 round per deal" if res.mode == "duplicate"
+            else "session, whole matches per seed")
+    status = "" if res.complete else (f" -- INTERRUPTED: {res.deals_done} of "
+                                      f"{res.deals_requested} deals finished")
+    unit = "deal(s)" if res.mode == "duplicate" else "session(s)"
+    return (f"{r['preset']}, {r['num_players']} players, {what}: {res.deals_done} {unit} x "
+            f"{len(res.seat_orders)} seating(s) = {res.games} game(s), {res.rounds} round(s); "
+            f"seed {res.seed}; {res.level:.0%} CI over {unit[:-3]}s{status}")
+
+
+def markdown_table(res: TournamentResult) -> str:
+    """One row per bot: every metric with its interval, and the OpenSkill rating."""
+    cols = res.metric_names()
+    head = ["bot", "seats"] + [METRIC_TITLES[m] for m in cols] + ["OpenSkill mu ± sigma"]
+    rows = [head, ["---"] * len(head)]
+    order = sorted(res.labels, key=lambda b: -(res.metrics[b]["score"].mean
+                                               if b in res.metrics else 0.0))
+    seats = {b["label"]: b["seats"] for b in res.bots}
+    for b in order:
+        ms = res.metrics.get(b, {})
+        cells = [b, str(seats[b])]
+        for m in cols:
+            cells.append(_est(ms.get(m), pct=m in ("president", "arschloch", "win"),
+                              digits=2 if m in ("rank_points", "place") else 3))
+        o = res.openskill.get(b)
+        cells.append(f"{o['mu']:.1f} ± {o['sigma']:.1f}" if o else "-")
+        rows.append(cells)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = []
+    for i, r in enumerate(rows):
+        if i == 1:
+            lines.append("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+        else:
+            lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |")
+    return "\n".join(lines)
+
+
+def paired_lines(res: TournamentResult) -> list[str]:
+    out = []
+    for p in res.paired:
+        e = p["metrics"]["score"]
+        rp = p["metrics"]["rank_points"]
+        if e.half_width is None:
+            ci = "(one deal: no interval)"
+        else:
+            ci = f"[{e.low:+.3f}, {e.high:+.3f}]"
+            if e.low > 0 or e.high < 0:
+                ci += " *"
+        out.append(f"{p['a']} - {p['b']}: score {e.mean:+.3f} {ci}, rank pts/round "
+                   f"{rp.mean:+.2f}")
+    return out
+
+
+def text_report(res: TournamentResult) -> str:
+    """The printed summary: headline, table, paired differences."""
+    parts = [headline(res)]
+    if not res.metrics:
+        parts.append("no deal finished: nothing to report")
+        return "\n".join(parts)
+    parts += ["", markdown_table(res), "",
+              f"paired differences on identical deals ({res.level:.0%} CI; * = excludes 0):"]
+    parts += ["  " + line for line in paired_lines(res)]
+    return "\n".join(parts)
+
+
+def markdown_report(res: TournamentResult) -> str:
+    r = res.rules
+    lines = [f"# Tournament: {r['preset']}, {r['num_players']} players, {res.mode} mode", "",
+             headline(res), "", markdown_table(res), "",
+             "Score: rank points per round over n - 1 (1 = President, 0 = Arschloch). "
+             "Intervals are Student-t over deals (a deal with all its seatings is one block).",
+             "", f"## Paired differences on identical deals ({res.level:.0%} CI)", ""]
+    lines += [f"- {line}" for line in paired_lines(res)] or ["- none"]
+    lines += ["", "## Places", "", "| bot | " + " | ".join(
+        str(p) for p in range(1, r["num_players"] + 1)) + " |",
+        "|---|" + "---|" * r["num_players"]]
+    for b in res.labels:
+        share = res.places[b]["share"]
+        lines.append(f"| {b} | " + " | ".join(f"{s:.1%}" for s in share) + " |")
+    lines += ["", "## Score by seat", "", "| bot | " + " | ".join(
+        f"seat {s}" for s in range(r["num_players"])) + " |",
+        "|---|" + "---|" * r["num_players"]]
+    for b in res.labels:
+        lines.append(f"| {b} | " + " | ".join("-" if v is None else f"{v:.3f}"
+                                              for v in res.by_seat[b]) + " |")
+    lines += ["", "## Bots", ""] + [f"- `{b['label']}`: `{b['spec']}`" for b in res.bots]
+    lines += ["", f"Rules: `{json.dumps(r)}`", ""]
+    return "\n".join(lines)
+
+
+def csv_text(res: TournamentResult) -> str:
+    """Long format: one row per (bot or pair, metric)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["kind", "name", "metric", "mean", "low", "high", "half_width", "sd", "blocks"])
+
+    def row(kind: str, name: str, metric: str, e: Estimate) -> None:
+        w.writerow([kind, name, metric] + ["" if v is None else repr(v) if isinstance(v, float)
+                                           else v for v in (e.mean, e.low, e.high,
+                                                            e.half_width, e.sd, e.n)])
+
+    for b in res.labels:
+        for m, e in res.metrics.get(b, {}).items():
+            row("bot", b, m, e)
+        o = res.openskill.get(b)
+        if o:
+            for key in ("mu", "sigma", "ordinal"):
+                w.writerow(["bot", b, f"openskill_{key}", repr(o[key]), "", "", "", "", ""])
+    for p in res.paired:
+        for m, e in p["metrics"].items():
+            row("paired", f"{p['a']} - {p['b']}", m, e)
+    return buf.getvalue()
+
+
+# -- files ------------------------------------------------------------------------------------
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; a report is for everyone
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _plot_bytes(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def plots(res: TournamentResult) -> dict[str, bytes]:
+    """``score.png`` (score with CI bars per bot) and ``places.png`` (share of each place)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out: dict[str, bytes] = {}
+    labels = res.labels
+    if not res.metrics:
+        return out
+    fig, ax = plt.subplots(figsize=(1.6 + 1.2 * len(labels), 3.6))
+    means = [res.metrics[b]["score"].mean for b in labels]
+    errs = [res.metrics[b]["score"].half_width or 0.0 for b in labels]
+    ax.bar(range(len(labels)), means, yerr=errs, capsize=6, color="#4c72b0")
+    ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+    ax.set_xticks(range(len(labels)), labels, rotation=15)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("score (rank points / (n-1))")
+    ax.set_title(f"{res.rules['preset']}, {res.num_players} players: score, "
+                 f"{res.level:.0%} CI over {res.deals_done} deals", fontsize=9)
+    out["score.png"] = _plot_bytes(fig)
+    plt.close(fig)
+
+    n = res.num_players
+    fig, ax = plt.subplots(figsize=(2.0 + 0.9 * n, 3.6))
+    width = 0.8 / len(labels)
+    for i, b in enumerate(labels):
+        share = res.places[b]["share"]
+        ax.bar([p + (i - (len(labels) - 1) / 2) * width for p in range(1, n + 1)], share,
+               width=width, label=b)
+    ax.set_xticks(range(1, n + 1))
+    ax.set_xlabel("place")
+    ax.set_ylabel("share of rounds")
+    ax.set_title("distribution of places", fontsize=9)
+    ax.legend(fontsize=8)
+    out["places.png"] = _plot_bytes(fig)
+    plt.close(fig)
+    return out
+
+
+def write_outputs(res: TournamentResult, out_dir: str | os.PathLike,
+                  with_plots: bool = True) -> list[Path]:
+    """Writes results.json, results.md, results.csv and the plots; returns the paths."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"--out {str(out)!r} is a file; give a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "results.json": (json.dumps(res.to_dict(), indent=1) + "\n").encode(),
+        "results.md": markdown_report(res).encode(),
+        "results.csv": csv_text(res).encode(),
+    }
+    if with_plots:
+        files.update(plots(res))
+    written = []
+    for name, data in files.items():
+        _atomic_write(out / name, data)
+        written.append(out / name)
+    return written
+
+
+__all__ = ["FILES", "csv_text", "headline", "markdown_report", "markdown_table", "plots",
+           "text_report", "write_outputs"]

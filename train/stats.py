@@ -1,0 +1,137 @@
+"""Statistics of tournaments: means with honest confidence intervals, paired differences and
+OpenSkill ratings.
+
+A tournament's observations are not independent: the games of one deal (all its seat
+rotations) share the cards. So every interval here is computed over **blocks**, one number per
+block (a bot's mean over all its games of that deal), with Student's t at ``n_blocks - 1``
+degrees of freedom. A paired difference of two bots is the per-block difference of their block
+means: the card luck both bots saw cancels inside the block, which is what makes duplicate
+tournaments need far fewer deals than plain random seating.
+
+Student's t comes from scipy, the ratings from openskill.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Iterable, Sequence
+
+
+# -- Student's t ------------------------------------------------------------------------------
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t (e.g. ``t_quantile(0.975, 4) == 2.776...``).
+
+    Raises:
+        ValueError: ``p`` not in (0, 1) or ``df`` not positive.
+    """
+    from scipy.stats import t
+
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p={p}: must lie strictly between 0 and 1")
+    if df <= 0:
+        raise ValueError(f"df={df}: must be positive")
+    return float(t.ppf(p, df))
+
+
+# -- estimates --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean over independent blocks with its confidence interval.
+
+    ``low``/``high``/``half_width`` are ``None`` with fewer than two blocks (no variance can be
+    estimated from one block).
+    """
+
+    mean: float
+    low: float | None
+    high: float | None
+    half_width: float | None
+    sd: float | None
+    n: int
+    level: float = 0.95
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def text(self, digits: int = 3) -> str:
+        """``0.512 ± 0.031`` (or ``0.512 ± ?`` without an interval)."""
+        if self.half_width is None:
+            return f"{self.mean:.{digits}f} ± ?"
+        return f"{self.mean:.{digits}f} ± {self.half_width:.{digits}f}"
+
+
+def mean_ci(values: Sequence[float], level: float = 0.95) -> Estimate:
+    """Mean of ``values`` (one per independent block) with a Student-t interval.
+
+    Raises:
+        ValueError: no values, or ``level`` not in (0, 1).
+    """
+    n = len(values)
+    if n == 0:
+        raise ValueError("mean_ci: no values (at least one block is needed)")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level={level}: must lie strictly between 0 and 1")
+    mean = math.fsum(values) / n
+    if n < 2:
+        return Estimate(mean, None, None, None, None, n, level)
+    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    sd = math.sqrt(var)
+    half = t_quantile(0.5 + level / 2.0, n - 1) * sd / math.sqrt(n)
+    return Estimate(mean, mean - half, mean + half, half, sd, n, level)
+
+
+def paired_diff(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> Estimate:
+    """Mean of ``a[i] - b[i]`` (two bots' block means on the same blocks) with its interval.
+
+    Raises:
+        ValueError: the sequences differ in length or are empty.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"paired_diff: {len(a)} and {len(b)} values; pairs need equal lengths")
+    return mean_ci([x - y for x, y in zip(a, b)], level)
+
+
+# -- OpenSkill --------------------------------------------------------------------------------
+
+def openskill_ratings(games: Iterable[tuple[Sequence[int], Sequence[int]]], num_bots: int
+                      ) -> list[dict]:
+    """Plackett-Luce ratings of bots from finishing orders, processed in the given order.
+
+    Args:
+        games: per round, ``(bot index per seat, place per seat)``; places from 1.
+        num_bots: bots are ``0..num_bots-1``.
+
+    Returns:
+        Per bot ``{"mu", "sigma", "ordinal", "games"}``; ``ordinal`` is ``mu - 3 sigma``.
+
+    Several copies of one bot at a table (a candidate against copies of a field bot) are rated
+    as one player: each copy is updated from the bot's rating before the round, then the bot's
+    ``mu`` moves by the sum of the copies' changes and its ``sigma`` shrinks by the product of
+    their ratios, as if the copies' results had been taken in one after another.
+    """
+    from openskill.models import PlackettLuce
+
+    model = PlackettLuce()
+    mu = [model.mu] * num_bots
+    sigma = [model.sigma] * num_bots
+    count = [0] * num_bots
+    for bots, places in games:
+        teams = [[model.rating(mu=mu[b], sigma=sigma[b])] for b in bots]
+        out = model.rate(teams, ranks=list(places))
+        dmu = [0.0] * num_bots
+        ratio = [1.0] * num_bots
+        for b, team in zip(bots, out):
+            dmu[b] += team[0].mu - mu[b]
+            ratio[b] *= team[0].sigma / sigma[b]
+        for b in set(bots):
+            mu[b] += dmu[b]
+            sigma[b] *= ratio[b]
+            count[b] += 1
+    return [{"mu": mu[b], "sigma": sigma[b], "ordinal": mu[b] - 3.0 * sigma[b],
+             "games": count[b]} for b in range(num_bots)]
+
+
+__all__ = ["Estimate", "mean_ci", "openskill_ratings", "paired_diff", "t_quantile"]

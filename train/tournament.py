@@ -1,0 +1,534 @@
+"""Tournaments between bots: duplicate deals with seat rotation, on every core.
+
+Card luck dominates a shedding game, so comparing bots on random seatings needs enormous
+samples. A tournament here is a series of **blocks**; every block is one deal (one seed) that
+is replayed once for every seating of the bots, so every bot meets the same cards in every
+seat and the luck cancels within the block.
+
+Bots: give either ``[candidate, field]`` (the candidate plays in every seat against ``n - 1``
+copies of the field bot: ``n`` seatings) or one spec per seat (a mixed table; every distinct
+seating of that multiset of bots: ``n! / prod(copies!)`` seatings, or with ``seatings=
+"rotate"`` only the ``n`` cyclic rotations of the given order). Specs that appear more than
+once are one bot.
+
+Modes:
+
+* ``duplicate`` (default): a block is **one round** dealt from the block's seed (the rules are
+  played with ``rounds=1``). Round 1 has no card exchange and no left-over swap, so what is
+  compared is pure card play, and the hands are exactly the same per seat in every seating.
+* ``session``: a block is a **whole match** (exchange and swaps between rounds, the rules' own
+  match end) replayed from the same match seed for every seating: common random numbers. Round
+  1 is dealt identically; later rounds use the same shuffles, but who receives which cards
+  then depends on the earlier results (the deal starts with the Arschloch, and the exchange
+  moves cards), so the pairing is weaker than in ``duplicate`` mode. Use it to measure play
+  including the exchange and the match-level win rate.
+
+Block ``d`` uses the match seed ``match_seed(seed, d)`` and match index ``d`` (which fixes the
+``rotate`` round-1 leader), so results depend only on ``seed``, never on the number of jobs.
+Agents are ``reset(rules, seat, seed)`` before every game; results are reproducible as long as
+a bot's play depends only on that.
+
+Metrics per bot, per round it played: ``score`` (rank points over ``n - 1``: 1 for President,
+0 for Arschloch), ``rank_points`` (``n - place``), ``president`` and ``arschloch`` rates,
+``place``; in session mode also ``win`` (match win share, ties split). Each is a mean over
+blocks of the bot's block means, with a 95% Student-t interval over blocks (see
+:mod:`train.stats`); paired differences between bots use the same blocks. OpenSkill
+(Plackett-Luce) ratings are fitted to every finishing order in block order.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import multiprocessing as mp
+import os
+import secrets
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from agents.base import AgentSpecError, agent_label, make_agent
+from agents.runner import play_match
+from arschloch_env.cli import match_seed
+from arschloch_env.rules import PRESETS, Rules, RulesError, load_rules_file, make_rules
+from train.stats import Estimate, mean_ci, openskill_ratings, paired_diff
+
+MODES = ("duplicate", "session")
+SEATINGS = ("all", "rotate")
+ROUND_METRICS = ("score", "rank_points", "president", "arschloch", "place")
+FORMAT = "arschloch-tournament/1"
+
+
+class TournamentError(ValueError):
+    """Arguments of a tournament that make no sense; raised before any game is played."""
+
+
+# -- the table and its seatings ---------------------------------------------------------------
+
+def plan_table(specs: Sequence[Any], num_players: int) -> tuple[list[Any], list[str], list[int]]:
+    """The distinct bots, their labels, and the table as one bot index per seat.
+
+    Raises:
+        TournamentError: not 2 or ``num_players`` specs, or fewer than two distinct bots.
+    """
+    specs = list(specs)
+    n = num_players
+    if len(specs) == 2 and n != 2:
+        specs = [specs[0]] + [specs[1]] * (n - 1)
+    elif len(specs) != n:
+        raise TournamentError(
+            f"bots: {len(specs)} spec(s) for {n} players; give 2 (a candidate and the field "
+            f"bot it meets in every other seat) or {n} (one per seat of a mixed table)")
+    bots: list[Any] = []
+    labels: list[str] = []
+    keys: list[Any] = []
+    table = []
+    for spec in specs:
+        key = str(spec) if isinstance(spec, (str, Path)) else id(spec)
+        if key not in keys:
+            keys.append(key)
+            bots.append(spec)
+            label = agent_label(spec)
+            while label in labels:
+                label += "'"
+            labels.append(label)
+        table.append(keys.index(key))
+    if len(bots) < 2:
+        raise TournamentError(f"bots: only one distinct bot ({labels[0]}); a tournament "
+                              f"compares at least two")
+    return bots, labels, table
+
+
+def seatings_of(table: Sequence[int], how: str = "all") -> list[tuple[int, ...]]:
+    """Every distinct seating of the table's bots (``all``) or its cyclic rotations
+    (``rotate``), in a fixed order; each is one bot index per seat."""
+    if how == "all":
+        return sorted(set(itertools.permutations(table)))
+    if how == "rotate":
+        out: list[tuple[int, ...]] = []
+        for i in range(len(table)):
+            s = tuple(table[i:]) + tuple(table[:i])
+            if s not in out:
+                out.append(s)
+        return out
+    raise TournamentError(f"seatings: {how!r} is not allowed; allowed: {', '.join(SEATINGS)}")
+
+
+# -- playing one block ------------------------------------------------------------------------
+
+class BlockPlayer:
+    """Plays the blocks of one tournament; one per process, agents made once and reused."""
+
+    def __init__(self, rules: Rules, bots: list[Any], labels: list[str],
+                 seatings: list[tuple[int, ...]], seed: int, record: bool,
+                 made: dict[int, Any] | None = None):
+        self.rules = rules
+        self.bots = bots
+        self.labels = labels
+        self.seatings = seatings
+        self.seed = seed
+        self.record = record
+        self._agents: dict[tuple[int, int], Any] = {}
+        self._made = dict(made or {})
+
+    def _agent(self, bot: int, seat: int) -> Any:
+        key = (bot, seat)
+        if key not in self._agents:
+            if bot in self._made:  # the instance that was checked first serves one seat
+                agent = self._made.pop(bot)
+            elif isinstance(self.bots[bot], (str, Path)):
+                agent = make_agent(self.bots[bot])
+            else:  # an agent object: independent copies for the other seats
+                agent = copy.deepcopy(make_agent(self.bots[bot]))
+            self._agents[key] = agent
+        return self._agents[key]
+
+    def play(self, d: int, stop: Callable[[], bool] | None = None) -> dict | None:
+        """Plays every seating of block ``d``; ``None`` if ``stop()`` turned true meanwhile."""
+        seed = match_seed(self.seed, d)
+        games, events = [], []
+        for seating in self.seatings:
+            if stop is not None and stop():
+                return None
+            agents = [self._agent(b, s) for s, b in enumerate(seating)]
+            game = play_match(self.rules, agents, seed=seed, match_index=d, record=self.record,
+                              labels=[self.labels[b] for b in seating])
+            games.append({"seating": list(seating),
+                          "rounds": [list(p) for p in game.round_places],
+                          "winners": list(game.winners)})
+            if self.record:
+                events.append(game.events)
+        return {"deal": d, "seed": seed, "games": games, "events": events if self.record else None}
+
+
+_WORKER: dict[str, BlockPlayer] = {}
+
+
+def _init_worker(player: BlockPlayer) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    _WORKER["player"] = player
+
+
+def _work(d: int) -> dict:
+    return _WORKER["player"].play(d)
+
+
+class _StopFlag:
+    """Ctrl-C sets a flag instead of raising; a second Ctrl-C raises KeyboardInterrupt."""
+
+    def __init__(self) -> None:
+        self.flag = False
+        self._prev = None
+        self._installed = False
+
+    def _handler(self, signum, frame) -> None:
+        self.flag = True
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def __enter__(self) -> "_StopFlag":
+        if threading.current_thread() is threading.main_thread():
+            self._prev = signal.signal(signal.SIGINT, self._handler)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._prev)
+
+    def __call__(self) -> bool:
+        return self.flag
+
+
+def _blocks_in_process(player: BlockPlayer, deals: int, stop: _StopFlag):
+    for d in range(deals):
+        block = player.play(d, stop)
+        if block is None:
+            return
+        yield block
+
+
+def _blocks_in_pool(player: BlockPlayer, deals: int, jobs: int, stop: _StopFlag):
+    methods = mp.get_all_start_methods()
+    ctx = mp.get_context("fork" if "fork" in methods else "spawn")
+    pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(player,))
+    try:
+        it = pool.imap_unordered(_work, range(deals))
+        for _ in range(deals):
+            while True:
+                if stop():
+                    return
+                try:
+                    block = it.next(timeout=0.1)
+                    break
+                except mp.TimeoutError:
+                    continue
+            yield block
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+# -- the result -------------------------------------------------------------------------------
+
+@dataclass
+class TournamentResult:
+    """Everything a tournament found; :meth:`to_dict` is the ``results.json`` content."""
+
+    rules: dict
+    rules_given: dict
+    mode: str
+    seatings: str
+    seed: int
+    deals_requested: int
+    bots: list[dict]
+    table: list[str]
+    seat_orders: list[list[str]]
+    deal_seeds: list[int]
+    games: int
+    rounds: int
+    metrics: dict[str, dict[str, Estimate]]
+    paired: list[dict]
+    openskill: dict[str, dict]
+    places: dict[str, dict]
+    by_seat: dict[str, list[float | None]]
+    complete: bool
+    level: float = 0.95
+    run: dict = field(default_factory=dict)
+
+    @property
+    def labels(self) -> list[str]:
+        return [b["label"] for b in self.bots]
+
+    @property
+    def deals_done(self) -> int:
+        return len(self.deal_seeds)
+
+    @property
+    def num_players(self) -> int:
+        return self.rules["num_players"]
+
+    def metric_names(self) -> list[str]:
+        return list(ROUND_METRICS) + (["win"] if self.mode == "session" else [])
+
+    def to_dict(self) -> dict:
+        """JSON form: rules, seeds, bot specs and every figure (``run`` holds timing only)."""
+        return {
+            "format": FORMAT,
+            "complete": self.complete,
+            "mode": self.mode,
+            "seatings": self.seatings,
+            "rules": self.rules,
+            "rules_given": self.rules_given,
+            "seed": self.seed,
+            "seeding": "block d is dealt from match seed SeedSequence([seed, d]) "
+                       "(arschloch_env.cli.match_seed) with match index d",
+            "deals_requested": self.deals_requested,
+            "deals_done": self.deals_done,
+            "deal_seeds": self.deal_seeds,
+            "bots": self.bots,
+            "table": self.table,
+            "seat_orders": self.seat_orders,
+            "games": self.games,
+            "rounds": self.rounds,
+            "level": self.level,
+            "metrics": {b: {m: e.to_dict() for m, e in ms.items()}
+                        for b, ms in self.metrics.items()},
+            "paired": [{"a": p["a"], "b": p["b"],
+                        "metrics": {m: e.to_dict() for m, e in p["metrics"].items()}}
+                       for p in self.paired],
+            "openskill": self.openskill,
+            "places": self.places,
+            "by_seat": self.by_seat,
+            "run": self.run,
+        }
+
+
+def summarise(blocks: list[dict], *, rules: Rules, rules_given: Rules, mode: str,
+              seatings: str, seed: int, deals: int, bots: list[Any], labels: list[str],
+              table: list[int], seat_orders: list[tuple[int, ...]], complete: bool,
+              level: float = 0.95) -> TournamentResult:
+    """The figures of finished blocks (in any order; they are sorted by deal)."""
+    blocks = sorted(blocks, key=lambda b: b["deal"])
+    n = rules.num_players
+    k = len(labels)
+    metrics_names = list(ROUND_METRICS) + (["win"] if mode == "session" else [])
+    per_block: dict[str, list[list[float]]] = {m: [[] for _ in range(k)] for m in metrics_names}
+    place_counts = [[0] * n for _ in range(k)]
+    seat_sum = [[0.0] * n for _ in range(k)]
+    seat_cnt = [[0] * n for _ in range(k)]
+    finishing: list[tuple[tuple[int, ...], list[int]]] = []
+    games = rounds = 0
+    for block in blocks:
+        sums = {m: [0.0] * k for m in metrics_names}
+        cnt = [0] * k
+        wins, wcnt = [0.0] * k, [0] * k
+        for g in block["games"]:
+            games += 1
+            seating = g["seating"]
+            for places in g["rounds"]:
+                rounds += 1
+                finishing.append((tuple(seating), places))
+                for seat, b in enumerate(seating):
+                    p = places[seat]
+                    sc = (n - p) / (n - 1)
+                    sums["score"][b] += sc
+                    sums["rank_points"][b] += n - p
+                    sums["president"][b] += p == 1
+                    sums["arschloch"][b] += p == n
+                    sums["place"][b] += p
+                    cnt[b] += 1
+                    place_counts[b][p - 1] += 1
+                    seat_sum[b][seat] += sc
+                    seat_cnt[b][seat] += 1
+            for seat, b in enumerate(seating):
+                wins[b] += (1.0 / len(g["winners"])) if seat in g["winners"] else 0.0
+                wcnt[b] += 1
+        for b in range(k):
+            for m in ROUND_METRICS:
+                per_block[m][b].append(sums[m][b] / cnt[b])
+            if mode == "session":
+                per_block["win"][b].append(wins[b] / wcnt[b])
+    metrics: dict[str, dict[str, Estimate]] = {}
+    paired: list[dict] = []
+    if blocks:
+        metrics = {labels[b]: {m: mean_ci(per_block[m][b], level) for m in metrics_names}
+                   for b in range(k)}
+        paired = [{"a": labels[i], "b": labels[j],
+                   "metrics": {m: paired_diff(per_block[m][i], per_block[m][j], level)
+                               for m in metrics_names}}
+                  for i, j in itertools.combinations(range(k), 2)]
+    ratings = openskill_ratings(finishing, k) if finishing else []
+    total = [sum(c) for c in place_counts]
+    return TournamentResult(
+        rules=rules.to_dict(), rules_given=rules_given.to_dict(), mode=mode, seatings=seatings,
+        seed=seed, deals_requested=deals,
+        bots=[{"label": labels[b], "spec": str(bots[b]) if isinstance(bots[b], (str, Path))
+               else f"<object {type(bots[b]).__module__}.{type(bots[b]).__qualname__}>",
+               "seats": table.count(b)} for b in range(k)],
+        table=[labels[b] for b in table],
+        seat_orders=[[labels[b] for b in s] for s in seat_orders],
+        deal_seeds=[b["seed"] for b in blocks], games=games, rounds=rounds,
+        metrics=metrics, paired=paired,
+        openskill={labels[b]: ratings[b] for b in range(k)} if ratings else {},
+        places={labels[b]: {"counts": place_counts[b],
+                            "share": [c / total[b] if total[b] else 0.0
+                                      for c in place_counts[b]]} for b in range(k)},
+        by_seat={labels[b]: [seat_sum[b][s] / seat_cnt[b][s] if seat_cnt[b][s] else None
+                             for s in range(n)] for b in range(k)},
+        complete=complete, level=level)
+
+
+# -- the API ----------------------------------------------------------------------------------
+
+def _check_int(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TournamentError(f"{name}: {value!r} is not an integer")
+    if value < low:
+        raise TournamentError(f"{name}: {value} is not allowed; it must be at least {low}")
+    return value
+
+
+def _fixes_players(rules: Any, overrides: dict) -> bool:
+    """Whether the rules or overrides name the table size themselves."""
+    if "num_players" in overrides or isinstance(rules, Rules):
+        return True
+    if isinstance(rules, dict):
+        return "num_players" in rules
+    if isinstance(rules, (str, Path)) and str(rules) not in PRESETS:
+        try:
+            return "num_players" in load_rules_file(rules)
+        except RulesError:
+            return False
+    return False
+
+
+def default_jobs() -> int:
+    """Every core this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
+                   seed: int | None = 0, mode: str = "duplicate", jobs: int | None = None, *,
+                   players: int | None = None, seatings: str = "all",
+                   record: str | os.PathLike | None = None, progress: bool | None = False,
+                   level: float = 0.95, **overrides: Any) -> TournamentResult:
+    """Plays a duplicate tournament and returns its figures.
+
+    Args:
+        rules: a preset name, rules dict or file, or a :class:`Rules`.
+        bots: agent specs (built-in names, bundle dirs, ``package.module:ClassName``, or agent
+            objects): ``[candidate, field]`` or one per seat.
+        deals: blocks to play (each: one deal in every seating).
+        seed: seed of the whole tournament; ``None`` draws one (it is in the result).
+        mode: ``"duplicate"`` (one round per deal) or ``"session"`` (whole matches).
+        jobs: worker processes (default: every core); the figures do not depend on it.
+        players: table size (default: the rules', or the number of specs if one per seat).
+        seatings: ``"all"`` distinct seatings or ``"rotate"`` (cyclic shifts only).
+        record: write every game's record (JSON Lines) to this file, in block order.
+        progress: show a tqdm bar with ETA (``None``: only on a terminal).
+        level: confidence level of the intervals.
+        **overrides: rules fields to override (``rounds=3`` ...).
+
+    Returns:
+        The :class:`TournamentResult`; ``complete`` is false when Ctrl-C stopped it (the
+        figures are then those of the blocks that finished).
+
+    Raises:
+        TournamentError: bad arguments, unknown bot specs, or a bot that does not support the
+            rules; always before any game.
+    """
+    if mode not in MODES:
+        raise TournamentError(f"mode: {mode!r} is not allowed; allowed: {', '.join(MODES)}")
+    if seatings not in SEATINGS:
+        raise TournamentError(f"seatings: {seatings!r} is not allowed; allowed: "
+                              f"{', '.join(SEATINGS)}")
+    deals = _check_int("deals", deals, 1)
+    jobs = default_jobs() if jobs is None else _check_int("jobs", jobs, 1)
+    if not 0.0 < level < 1.0:
+        raise TournamentError(f"level: {level!r} must lie strictly between 0 and 1")
+    if seed is None:
+        seed = secrets.randbits(31)
+    seed = _check_int("seed", seed, 0)
+    try:
+        if players is None and len(bots) > 2 and not _fixes_players(rules, overrides):
+            players = len(bots)  # one spec per seat: the table has that many seats
+        given = make_rules(rules, players, **overrides)
+        played = given.replace(rounds=1) if mode == "duplicate" else given
+    except RulesError as exc:
+        raise TournamentError(str(exc)) from None
+    specs, labels, table = plan_table(bots, given.num_players)
+    orders = seatings_of(table, seatings)
+    made: dict[int, Any] = {}
+    rules_dict = played.to_dict()
+    for b, spec in enumerate(specs):
+        try:
+            agent = make_agent(spec)
+        except AgentSpecError as exc:
+            raise TournamentError(str(exc)) from None
+        supports = getattr(agent, "supports", None)
+        if callable(supports) and not supports(dict(rules_dict)):
+            raise TournamentError(f"bot {labels[b]!r} does not support these rules "
+                                  f"({played.preset}, {played.num_players} players); its "
+                                  f"supports(rules) returned false")
+        made[b] = agent
+    writer = None
+    if record is not None:
+        from arschloch_env.records import RecordWriter
+        try:
+            writer = RecordWriter(record)
+        except (OSError, ValueError) as exc:
+            raise TournamentError(f"record: {exc}") from None
+
+    jobs = min(jobs, deals)
+    player = BlockPlayer(played, specs, labels, orders, seed, record is not None,
+                         made if jobs == 1 else None)
+    started = time.time()
+    done: dict[int, dict] = {}
+    next_to_write = 0
+    interrupted = False
+    from tqdm import tqdm
+    with _StopFlag() as stop:
+        source = (_blocks_in_process(player, deals, stop) if jobs == 1
+                  else _blocks_in_pool(player, deals, jobs, stop))
+        bar = tqdm(total=deals * len(orders), unit="game", desc="tournament", leave=False,
+                   disable=None if progress is None else not progress, dynamic_ncols=True)
+        try:
+            for block in source:
+                done[block["deal"]] = block
+                bar.update(len(block["games"]))
+                while writer is not None and next_to_write in done:
+                    for events in done[next_to_write]["events"]:
+                        writer.write_match(events)
+                    done[next_to_write]["events"] = None
+                    next_to_write += 1
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            bar.close()
+            if writer is not None:
+                for d in sorted(done):  # blocks that finished out of order
+                    if done[d]["events"] is not None:
+                        for events in done[d]["events"]:
+                            writer.write_match(events)
+                        done[d]["events"] = None
+                writer.close()
+        interrupted = interrupted or stop.flag
+    result = summarise(list(done.values()), rules=played, rules_given=given, mode=mode,
+                       seatings=seatings, seed=seed, deals=deals, bots=specs, labels=labels,
+                       table=table, seat_orders=orders,
+                       complete=not interrupted and len(done) == deals, level=level)
+    result.run = {"jobs": jobs, "elapsed_s": round(time.time() - started, 3),
+                  "interrupted": interrupted,
+                  "record": str(record) if record is not None else None,
+                  "record_matches": writer.matches if writer is not None else 0}
+    return result
+
+
+__all__ = ["BlockPlayer", "MODES", "SEATINGS", "TournamentError", "TournamentResult",
+           "default_jobs", "plan_table", "run_tournament", "seatings_of", "summarise"]
