@@ -91,7 +91,10 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     agents = resolve_agents(specs)
     check_support(agents, specs, rules)
     labels = [agent_label(s) for s in specs]
-    writer = RecordWriter(args.record) if args.record else None
+    try:
+        writer = RecordWriter(args.record) if args.record else None
+    except (ValueError, OSError) as exc:
+        raise CliError(f"--record {args.record}: {exc}") from None
     stats = _Summary(n)
     try:
         for i in tqdm(range(args.matches), desc="matches", unit="match", disable=None,
@@ -265,4 +268,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main, so that its exception classes are the ones that the
+    # subcommand modules import (not copies defined in __main__).
+    from arschloch_env.cli import main as _main
+    sys.exit(_main())

@@ -59,9 +59,17 @@ def read_events(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
     """
     p = Path(path)
     if not p.is_file():
-        raise RecordError(f"record file {str(p)!r} does not exist")
-    with open(p, encoding="utf-8") as fh:
-        for no, line in enumerate(fh, 1):
+        raise RecordError(f"record file {str(p)!r} " + (
+            "is a directory, not a file" if p.is_dir() else "does not exist"))
+    # Binary lines, decoded one by one: a file that is not text is reported with its line,
+    # not as a decoding traceback.
+    with open(p, "rb") as fh:
+        for no, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise RecordError(f"{p}:{no}: not UTF-8 text; the file is not a game "
+                                  f"record or is corrupt") from None
             if not line.strip():
                 raise RecordError(f"{p}:{no}: blank line (records have one event per line)")
             try:

@@ -168,9 +168,12 @@ def replay_file(path) -> list[ReplayResult]:
     """Re-plays every match of a record file.
 
     Raises:
-        RecordError: the file is missing, not JSON Lines, or truncated.
+        RecordError: the file is missing, empty, not JSON Lines, or truncated.
     """
-    return [replay_match(m) for m in read_matches(path)]
+    results = [replay_match(m) for m in read_matches(path)]
+    if not results:
+        raise RecordError(f"{path}: holds no match (a record starts with a 'match' event)")
+    return results
 
 
 __all__ = ["ReplayResult", "RecordError", "describe_event", "replay_file", "replay_match"]

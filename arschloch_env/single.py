@@ -104,6 +104,8 @@ class SingleSeatEnv(gym.Env):
         game_seed = int(self.np_random.integers(2**31 - 1))
         self.game = Game(self.rules, seed=game_seed, match_index=self.match_index,
                          record=self._writer is not None, auto_pass=True)
+        # Counted per episode, so that a seeded reset reproduces every step's info.
+        self.illegal_count = 0
         self.seat_agents = {(self.seat + 1 + i) % n: a for i, a in enumerate(self.opponents)}
         reset_agents([self.seat_agents.get(s) for s in range(n)], self.rules.to_dict(),
                      game_seed)

@@ -1,22 +1,66 @@
-"""The main job: simulate matches under every preset and print what happened."""
+"""The main job: train a bot briefly, measure it in a duplicate tournament against the
+heuristic bots, export it, and say how to look at it and play against it.
+
+    python -m train.demo [--steps N] [--deals D] [--run-dir DIR]
+"""
 
 from __future__ import annotations
 
+import argparse
+import shutil
 import sys
+import time
+from pathlib import Path
 
-from arschloch_env.cli import main as cli_main
-from arschloch_env.rules import PRESETS
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str] | None = None) -> int:
-    for preset in PRESETS:
-        print(f"\n### {preset}: 4 players, 20 matches of random legal play")
-        code = cli_main(["simulate", "--rules", preset, "--players", "4", "--matches", "20",
-                         "--seed", "0", "--record", f"runs/demo/{preset}.jsonl"])
-        if code:
-            return code
-    print("\nGame records are in runs/demo/; replay one with:\n"
-          "  .venv/bin/arschloch replay runs/demo/culo.jsonl | less")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=None, help="training steps (default: "
+                        "the demo config's)")
+    parser.add_argument("--deals", type=int, default=200, help="tournament deals per field")
+    parser.add_argument("--run-dir", default="runs/demo", help="where the demo writes")
+    args = parser.parse_args(argv)
+
+    from train.config import load_config
+    from train.export import policy_mlp, write_bundle
+    from train.report import text_report
+    from train.sb3_trainer import rules_for, train
+    from train.tournament import run_tournament
+
+    run_dir = Path(args.run_dir)
+    if run_dir.exists():
+        shutil.rmtree(run_dir)  # the demo always starts afresh; real runs are never replaced
+    overrides = [f"total_steps={args.steps}"] if args.steps else []
+    cfg = load_config(ROOT / "configs" / "ppo_demo.yaml", overrides)
+    rules = rules_for(cfg)
+    print(f"== 1. training a bot: MaskablePPO, {cfg.total_steps} steps of {rules.preset} "
+          f"with {rules.num_players} players, league {cfg.league.mix}")
+    started = time.time()
+    checkpoint = train(cfg, run_dir / "train")
+    print(f"   trained in {time.time() - started:.0f} s")
+
+    from sb3_contrib import MaskablePPO
+    mlp = policy_mlp(MaskablePPO.load(str(checkpoint), device="cpu"))
+    bundle = write_bundle(run_dir / "bot", mlp, rules.to_dict(), [rules.preset],
+                          list(cfg.players), "demo", {"steps": cfg.total_steps,
+                                                      "config": cfg.to_dict()})
+    print(f"\n== 2. the bot in a duplicate tournament ({args.deals} deals, the bot in every "
+          f"seat, the same cards for every seating)")
+    for field_bot in ("random", "greedy", "expert"):
+        res = run_tournament(rules, [str(bundle), field_bot], deals=args.deals, seed=1,
+                             jobs=None, progress=None, record=run_dir / f"vs_{field_bot}.jsonl")
+        print(f"\n-- bot vs 3x {field_bot}")
+        print(text_report(res))
+    print(f"""
+== 3. what next
+   TensorBoard (learning curves):  .venv/bin/tensorboard --logdir {run_dir / 'train' / 'tb'}
+   play against the bot:           .venv/bin/arschloch play --rules culo --players 4 \\
+                                       --bots {bundle} {bundle} greedy
+   replay a tournament game:       .venv/bin/arschloch replay {run_dir / 'vs_greedy.jsonl'} | less
+   train for real:                 .venv/bin/arschloch train --config configs/ppo_culo_4p.yaml
+""")
     return 0
 
 

@@ -1,0 +1,220 @@
+"""The command line, run as a user runs it: in a subprocess, checking exit codes and messages."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = Path(sys.executable).with_name("arschloch")
+BASE = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "arschloch_env.cli"]
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    return subprocess.run(BASE + list(args), capture_output=True, text=True, timeout=120,
+                          cwd=cwd or ROOT, env=env, stdin=subprocess.DEVNULL)
+
+
+def ok(res: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr
+    return res
+
+
+def failed(res: subprocess.CompletedProcess, code: int, *words: str) -> str:
+    assert res.returncode == code, (res.returncode, res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr and "Traceback" not in res.stdout
+    for w in words:
+        assert w in res.stderr, (w, res.stderr)
+    return res.stderr
+
+
+@pytest.fixture(scope="module")
+def record(tmp_path_factory) -> Path:
+    """One simulated record: 3 matches of culo, 4 players, 2 rounds, mixed agent specs."""
+    path = tmp_path_factory.mktemp("rec") / "games.jsonl"
+    res = ok(cli("simulate", "--rules", "culo", "--players", "4", "--matches", "3", "--seed",
+                 "7", "--record", str(path), "--set", "rounds=2", "--set",
+                 "no_finish_on_top=false", "--agents", "random", "random",
+                 "agents.random_agent:RandomAgent", "random"))
+    assert "3 match(es)" in res.stdout and f"record: {path} (3 match(es))" in res.stdout
+    return path
+
+
+def events_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+# -- simulate -------------------------------------------------------------------------------------
+
+def test_simulate_writes_the_record_atomically(record):
+    assert record.exists()
+    assert not list(record.parent.glob("*.part"))
+    events = events_of(record)
+    matches = [e for e in events if e["event"] == "match"]
+    assert [m["index"] for m in matches] == [0, 1, 2]
+    assert sum(e["event"] == "match_end" for e in events) == 3
+    head = matches[0]
+    assert head["rules"]["rounds"] == 2 and head["rules"]["no_finish_on_top"] is False
+    assert head["rules"]["preset"] == "culo" and head["rules"]["num_players"] == 4
+    assert head["agents"] == {"player_0": "random", "player_1": "random",
+                              "player_2": "agents.random_agent:RandomAgent",
+                              "player_3": "random"}
+    assert sum(e["event"] == "round_end" for e in events) == 6
+    assert all(line.strip() for line in record.read_text().split("\n")[:-1])
+
+
+def test_simulate_is_deterministic_by_seed(tmp_path, record):
+    again = tmp_path / "again.jsonl"
+    ok(cli("simulate", "--rules", "culo", "--players", "4", "--matches", "3", "--seed", "7",
+           "--record", str(again), "--set", "rounds=2", "--set", "no_finish_on_top=false",
+           "--agents", "random", "random", "agents.random_agent:RandomAgent", "random"))
+    assert again.read_text() == record.read_text()
+
+
+def test_simulate_tavern_one_agent_for_all(tmp_path):
+    path = tmp_path / "t.jsonl"
+    res = ok(cli("simulate", "--rules", "tavern", "--players", "5", "--matches", "2",
+                 "--seed", "1", "--set", "rounds=1", "--agents", "random", "--record",
+                 str(path)))
+    assert "tavern, 5 players" in res.stdout
+    events = events_of(path)
+    assert events[0]["rules"]["num_players"] == 5 and events[0]["rules"]["rounds"] == 1
+    # rotate: match k is led by seat k in round 1
+    leaders = [e["leader"] for e in events if e["event"] == "round"]
+    assert leaders == ["player_0", "player_1"]
+
+
+def test_simulate_without_record():
+    res = ok(cli("simulate", "--rules", "culo-ten", "--players", "3", "--matches", "1",
+                 "--set", "rounds=1"))
+    assert "1 match(es), 1 round(s) of culo-ten, 3 players" in res.stdout
+
+
+# -- rules ----------------------------------------------------------------------------------------
+
+def test_rules_table_and_json():
+    res = ok(cli("rules"))
+    for p in ("culo", "culo-points", "culo-ten", "culo-52", "tavern"):
+        assert p in res.stdout
+    assert "no_finish_on_top" in res.stdout
+    res = ok(cli("rules", "tavern", "--players", "3", "--set", "no_finish_on_top=true"))
+    data = json.loads(res.stdout)
+    assert data["preset"] == "tavern" and data["num_players"] == 3
+    assert data["no_finish_on_top"] is True and data["rank_order"][-1] == "2"
+
+
+# -- replay ---------------------------------------------------------------------------------------
+
+def test_replay_ok(record):
+    res = ok(cli("replay", str(record)))
+    assert "3 match(es) replayed; every event follows the rules" in res.stdout
+    assert "== match 0 (culo" in res.stdout and "plays" in res.stdout
+    res = ok(cli("replay", "--quiet", str(record)))
+    assert res.stdout.strip().splitlines() == [
+        f"{record}: 3 match(es) replayed; every event follows the rules"]
+
+
+def test_replay_corrupted_play_exits_1_naming_the_line(tmp_path, record):
+    lines = record.read_text().splitlines()
+    events = [json.loads(x) for x in lines]
+    # The second play of the first match, made a card its player was never dealt.
+    i = [k for k, e in enumerate(events) if e["event"] == "play"][1]
+    player = events[i]["player"]
+    dealt = events[1]["hands"][player]
+    card = next(r + s for r in "789TJQKA" for s in "CSHD" if r + s not in dealt)
+    lines[i] = json.dumps({"event": "play", "player": player, "cards": [card]})
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    err = failed(cli("replay", "--quiet", str(bad)), 1, f"{bad}:{i + 1}:", "match 0",
+                 f"{player} cannot")
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_replay_illegal_equal_rank_play(tmp_path, record):
+    events = events_of(record)
+    # A follower's play replaced by a card of the rank on the table: equal is never enough.
+    i = next(k for k in range(2, len(events)) if events[k]["event"] == "play"
+             and events[k - 1]["event"] == "play" and len(events[k - 1]["cards"]) == 1)
+    rank = events[i - 1]["cards"][0][0]
+    same = [r + s for r in rank for s in "CSHD" if r + s != events[i - 1]["cards"][0]]
+    events[i] = {"event": "play", "player": events[i]["player"], "cards": same[:1]}
+    bad = tmp_path / "equal.jsonl"
+    bad.write_text("".join(json.dumps(e) + "\n" for e in events))
+    failed(cli("replay", str(bad)), 1, f"{bad}:{i + 1}:")
+
+
+@pytest.mark.parametrize("content,words", [
+    (None, ["truncated"]),
+    ("garbage\n", ["not valid JSON"]),
+    (b"\x00\xff\xfe binary\n", ["not UTF-8"]),
+    ('{"event": "play", "player": "player_0", "cards": ["7C"]}\n', ["outside a match"]),
+])
+def test_replay_truncated_or_garbage(tmp_path, record, content, words):
+    path = tmp_path / "x.jsonl"
+    if content is None:
+        lines = record.read_text().splitlines()
+        path.write_text("\n".join(lines[: len(lines) // 3]) + "\n")
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    failed(cli("replay", str(path)), 2, "arschloch replay:", f"{path}:", *words)
+
+
+def test_replay_line_cut_in_half(tmp_path, record):
+    text = record.read_text()
+    path = tmp_path / "half.jsonl"
+    path.write_text(text[: len(text) // 2])
+    err = failed(cli("replay", str(path)), 2, "arschloch replay:")
+    assert "not valid JSON" in err or "truncated" in err
+
+
+def test_replay_missing_file(tmp_path):
+    failed(cli("replay", str(tmp_path / "nope.jsonl")), 2, "does not exist")
+
+
+# -- bad input: exit 2, one clear line, no traceback ------------------------------------------------
+
+@pytest.mark.parametrize("args,words", [
+    (["simulate", "--rules", "poker"], ["unknown preset 'poker'", "culo", "tavern"]),
+    (["simulate", "--set", "jokers=1"], ["unknown rules field 'jokers'", "rounds"]),
+    (["simulate", "--set", "rounds"], ["FIELD=VALUE"]),
+    (["simulate", "--set", "rounds=0"], ["rounds", "1..1000"]),
+    (["simulate", "--set", "deal=some"], ["deal", "equal", "all"]),
+    (["simulate", "--players", "2"], ["num_players", "2", "3 to 6"]),
+    (["simulate", "--players", "7"], ["num_players", "7", "3 to 6"]),
+    (["simulate", "--matches", "0"], ["--matches 0"]),
+    (["simulate", "--players", "3", "--agents", "random", "random"], ["--agents", "3 seats"]),
+    (["simulate", "--agents", "nobody"], ["unknown agent spec 'nobody'"]),
+    (["simulate", "--agents", "no_such_module:Bot"], ["cannot import module"]),
+    (["rules", "poker"], ["unknown preset 'poker'"]),
+    (["rules", "culo", "--players", "7"], ["3 to 6"]),
+])
+def test_bad_input_exits_2_with_a_clear_message(args, words):
+    err = failed(cli(*args, "--matches", "1") if args[0] == "simulate" and "--matches" not in
+                 args else cli(*args), 2, *words)
+    assert err.startswith(f"arschloch {args[0]}: error:")
+
+
+def test_record_path_that_is_a_directory(tmp_path):
+    failed(cli("simulate", "--matches", "1", "--record", str(tmp_path)), 2, "is a directory")
+
+
+def test_usage_errors():
+    res = cli()
+    assert res.returncode == 2 and "usage" in res.stderr and "Traceback" not in res.stderr
+    res = cli("simulate", "--players", "four")
+    assert res.returncode == 2 and "invalid int value" in res.stderr
+
+
+def test_module_entry_point_matches_script():
+    res = subprocess.run([sys.executable, "-m", "arschloch_env.cli", "rules", "culo"],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert res.returncode == 0 and json.loads(res.stdout)["preset"] == "culo"

@@ -1,0 +1,356 @@
+"""Environment compliance: PettingZoo AEC env, Gymnasium single-seat env, SB3, bad input."""
+
+from __future__ import annotations
+
+import warnings
+
+import gymnasium
+import numpy as np
+import pytest
+from pettingzoo.test import api_test, render_test, seed_test
+
+import arschloch_env
+from arschloch_env.actions import ActionError
+from arschloch_env.engine import IllegalActionError
+from arschloch_env.rules import RulesError
+from arschloch_env.single import SingleSeatEnv
+
+PRESETS = ("culo", "culo-points", "culo-ten", "culo-52", "tavern")
+ALL_TABLES = [(p, n) for p in PRESETS for n in (3, 4, 5, 6)]
+
+
+@pytest.fixture(autouse=True)
+def _quiet_space_warnings():
+    # PettingZoo warns about Dict observation spaces (as for its own classic games).
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Observation space for each agent")
+        warnings.filterwarnings("ignore", message="Observation is not a NumPy array")
+        yield
+
+
+def short_env(preset, n, **kw):
+    over = {"target_points": 4} if preset == "culo-points" else {"rounds": 2}
+    return arschloch_env.env(rules=preset, num_players=n, **{**over, **kw})
+
+
+# -- PettingZoo ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("preset,n", ALL_TABLES)
+def test_pettingzoo_api(preset, n):
+    api_test(arschloch_env.env(rules=preset, num_players=n), num_cycles=300)
+
+
+@pytest.mark.parametrize("preset,n", ALL_TABLES)
+def test_pettingzoo_seed(preset, n):
+    seed_test(lambda: arschloch_env.env(rules=preset, num_players=n), num_cycles=300)
+
+
+def test_pettingzoo_render_test():
+    render_test(lambda render_mode=None: arschloch_env.env(rules="culo", num_players=4,
+                                                            render_mode=render_mode))
+
+
+def test_render_ansi_returns_text_and_human_prints(capsys):
+    env = arschloch_env.env(rules="tavern", num_players=5, render_mode="ansi")
+    env.reset(seed=3)
+    text = env.render()
+    assert isinstance(text, str)
+    assert "tavern, 5 players, round 1" in text and "player_4" in text and "to act" in text
+    env = arschloch_env.env(rules="culo", num_players=4, render_mode="human")
+    env.reset(seed=3)
+    capsys.readouterr()
+    assert env.render() is None
+    out = capsys.readouterr().out
+    assert "culo, 4 players" in out and "player_0" in out
+
+
+def test_render_without_mode_warns():
+    env = arschloch_env.env(rules="culo", num_players=4)
+    env.reset(seed=0)
+    with pytest.warns(UserWarning, match="render_mode"):
+        assert env.render() is None
+
+
+def play_random_episode(env, seed):
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    totals = dict.fromkeys(env.possible_agents, 0.0)
+    steps = 0
+    for agent in env.agent_iter():
+        obs, reward, term, trunc, info = env.last()
+        totals[agent] += reward
+        if term or trunc:
+            env.step(None)
+            continue
+        assert env.observation_space(agent).contains(obs)
+        mask = obs["action_mask"]
+        # Only the agent to act has a mask; the others see all zeros.
+        for other in env.agents:
+            if other != agent:
+                assert not env.observe(other)["action_mask"].any()
+        legal = np.flatnonzero(mask)
+        assert list(legal) == env.unwrapped.game.legal_actions()
+        env.step(int(rng.choice(legal)))
+        steps += 1
+    return totals, steps
+
+
+@pytest.mark.parametrize("preset,n", [("culo", 3), ("tavern", 6), ("culo-52", 5)])
+def test_place_rewards_are_zero_sum_per_round(preset, n):
+    env = short_env(preset, n)
+    totals, steps = play_random_episode(env, seed=n)
+    assert steps > 0
+    assert abs(sum(totals.values())) < 1e-9
+    game = env.unwrapped.game
+    rounds = game.rounds_done
+    # President +1, Arschloch -1, evenly spaced: the cumulated reward of each seat.
+    want = {f"player_{s}": sum(1 - 2 * (places[s] - 1) / (n - 1) for places in game.round_places)
+            for s in range(n)}
+    assert rounds == len(game.round_places) and rounds >= 1
+    assert totals == pytest.approx(want)
+
+
+def test_points_rewards():
+    env = short_env("tavern", 4, reward="points")
+    totals, _ = play_random_episode(env, seed=1)
+    game = env.unwrapped.game
+    assert totals == {f"player_{s}": float(game.totals[s]) for s in range(4)}
+    assert sum(totals.values()) == 6 * game.rounds_done
+
+
+def test_state_and_view():
+    env = arschloch_env.env(rules="culo", num_players=4)
+    env.reset(seed=0)
+    assert env.state_space.contains(env.state())
+    view = env.view()
+    assert view["seat"] == env.agent_name_mapping[env.agent_selection]
+    assert [m["id"] for m in view["legal"]] == list(
+        np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))
+
+
+def test_seeded_reset_is_reproducible_and_match_index_counts():
+    env = arschloch_env.env(rules="tavern", num_players=4)
+    env.reset(seed=5)
+    hands_a = [env.unwrapped.game.hand_of(s) for s in range(4)]
+    assert env.unwrapped.match_index == 0 and env.unwrapped.game.leader == 0
+    env.reset()
+    assert env.unwrapped.match_index == 1 and env.unwrapped.game.leader == 1
+    env.reset(seed=5)
+    assert [env.unwrapped.game.hand_of(s) for s in range(4)] == hands_a
+    env.reset(options={"match_index": 6})
+    assert env.unwrapped.game.leader == 2
+
+
+def test_aec_illegal_and_bad_actions_raise_and_change_nothing():
+    env = arschloch_env.env(rules="culo", num_players=4)
+    env.reset(seed=0)
+    agent = env.agent_selection
+    mask = env.observe(agent)["action_mask"]
+    before = env.observe(agent)["observation"].copy()
+    illegal = int(np.flatnonzero(mask == 0)[0])
+    with pytest.raises(IllegalActionError) as e:
+        env.step(illegal)
+    assert agent in str(e.value)
+    with pytest.raises(ActionError, match=r"out of range \(allowed: 0..48\)"):
+        env.step(49)
+    with pytest.raises(ActionError, match="not an integer"):
+        env.step("pass")
+    with pytest.raises(ActionError, match="not an integer"):
+        env.step(1.0)
+    assert env.agent_selection == agent
+    assert np.array_equal(env.observe(agent)["observation"], before)
+
+
+def test_env_before_reset():
+    env = arschloch_env.env(rules="culo", num_players=4)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.observe("player_0")
+
+
+# -- bad configuration ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda **kw: arschloch_env.env(**kw),
+    lambda **kw: SingleSeatEnv(**kw),
+])
+@pytest.mark.parametrize("kw,words", [
+    ({"rules": "poker"}, ["unknown preset 'poker'", "culo", "tavern"]),
+    ({"rules": "culo", "jokers": 2}, ["unknown rules field", "jokers", "allowed"]),
+    ({"rules": "culo", "num_players": 2}, ["num_players", "2", "3 to 6"]),
+    ({"rules": "tavern", "num_players": 7}, ["num_players", "7", "3 to 6"]),
+    ({"rules": "culo", "exchange_cards": 5}, ["exchange_cards", "0..3"]),
+])
+def test_bad_rules_clear_message(make, kw, words):
+    with pytest.raises(RulesError) as e:
+        make(**kw)
+    for w in words:
+        assert w in str(e.value)
+
+
+def test_bad_env_arguments():
+    with pytest.raises(ValueError, match="render_mode 'rgb_array'"):
+        arschloch_env.env(render_mode="rgb_array")
+    with pytest.raises(ValueError, match="reward 'score'"):
+        arschloch_env.env(reward="score")
+    with pytest.raises(ValueError, match="seat 4 is not a seat of a 4-player table"):
+        SingleSeatEnv(seat=4)
+    with pytest.raises(ValueError, match="on_illegal"):
+        SingleSeatEnv(on_illegal="ignore")
+    with pytest.raises(ValueError, match="2 opponents for 3 other seats"):
+        SingleSeatEnv(opponents=["random", "random"])
+    from agents.base import AgentSpecError
+    with pytest.raises(AgentSpecError, match="unknown agent spec 'nobody'"):
+        SingleSeatEnv(opponents="nobody")
+
+
+# -- Gymnasium single seat ---------------------------------------------------------------------------
+
+def test_gymnasium_check_env():
+    from gymnasium.utils.env_checker import check_env
+    for preset, n in (("culo", 4), ("tavern", 3)):
+        env = SingleSeatEnv(rules=preset, num_players=n, seat=1, rounds=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            check_env(env, skip_render_check=True)
+
+
+def test_sb3_check_env():
+    from stable_baselines3.common.env_checker import check_env
+    env = SingleSeatEnv(rules="culo-52", num_players=5, seat=None, rounds=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_env(env, warn=True)
+
+
+def test_single_seat_episode_and_masks():
+    env = SingleSeatEnv(rules="culo", num_players=4, seat=2, rounds=2)
+    obs, info = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    assert info["seat"] == 2
+    rng = np.random.default_rng(0)
+    total, done, steps = info["reward_before_first_move"], False, 0
+    while not done:
+        mask = env.action_masks()
+        assert mask.dtype == bool and mask.any()
+        assert env.game.current == 2
+        obs, reward, done, trunc, info = env.step(int(rng.choice(np.flatnonzero(mask))))
+        assert not trunc and not info["illegal"]
+        total += reward
+        steps += 1
+    assert info["places"] is not None and len(info["totals"]) == 4 and info["winners"]
+    assert not env.action_masks().any()
+    assert steps > 0 and -2.0 <= total <= 2.0
+    with pytest.raises(RuntimeError, match="match is over"):
+        env.step(0)
+
+
+def test_single_seat_illegal_action_is_void_with_penalty():
+    env = SingleSeatEnv(rules="culo", num_players=4, seat=0, illegal_penalty=-0.5)
+    obs, _ = env.reset(seed=1)
+    mask = env.action_masks()
+    illegal = int(np.flatnonzero(~mask)[0])
+    state_before = [h[:] for h in env.game.hands], env.game.sizes[:], env.game.current
+    obs2, reward, term, trunc, info = env.step(illegal)
+    assert reward == -0.5 and not term and not trunc
+    assert info["illegal"] is True and info["illegal_count"] == 1
+    assert np.array_equal(obs, obs2)
+    assert ([h[:] for h in env.game.hands], env.game.sizes[:], env.game.current) == state_before
+    assert np.array_equal(env.action_masks(), mask)
+    # And a legal action afterwards goes through.
+    env.step(int(np.flatnonzero(mask)[0]))
+    assert env.illegal_count == 1
+    # The count is per episode: a seeded reset reproduces the same infos (check_env needs it).
+    env.reset(seed=1)
+    assert env.illegal_count == 0
+    assert env.step(illegal)[4]["illegal_count"] == 1
+
+
+def test_single_seat_illegal_action_raises_when_asked():
+    env = SingleSeatEnv(rules="tavern", num_players=3, seat=0, on_illegal="raise")
+    env.reset(seed=2)
+    illegal = int(np.flatnonzero(~env.action_masks())[0])
+    with pytest.raises(IllegalActionError, match="player_0 cannot"):
+        env.step(illegal)
+
+
+def test_single_seat_bad_action_types():
+    env = SingleSeatEnv(rules="culo", num_players=4, seat=0)
+    env.reset(seed=0)
+    for bad, words in ((49, "out of range"), (-1, "out of range"), (0.5, "not an integer"),
+                       ("3", "not an integer"), (None, "not an integer")):
+        with pytest.raises(ActionError) as e:
+            env.step(bad)
+        assert words in str(e.value) and "0..48" in str(e.value)
+    with pytest.raises(RuntimeError, match="reset"):
+        SingleSeatEnv().step(0)
+
+
+def test_single_seat_opponent_specs():
+    calls = []
+
+    def lowest(observation, view):
+        calls.append(view["seat"])
+        return int(np.flatnonzero(observation["action_mask"])[0])
+
+    env = SingleSeatEnv(rules="culo", num_players=4, seat=0,
+                        opponents=["random", lowest, "agents.random_agent:RandomAgent"],
+                        rounds=1)
+    env.reset(seed=4)
+    done = False
+    while not done:
+        _, _, done, _, _ = env.step(int(np.flatnonzero(env.action_masks())[0]))
+    assert calls and set(calls) == {2}
+
+
+def test_single_seat_render(capsys):
+    env = SingleSeatEnv(rules="culo", num_players=3, seat=1, render_mode="ansi")
+    env.reset(seed=0)
+    text = env.render()
+    assert isinstance(text, str) and "culo, 3 players" in text
+    env = SingleSeatEnv(rules="culo", num_players=3, seat=1, render_mode="human")
+    env.reset(seed=0)
+    assert env.render() is None
+    assert "culo, 3 players" in capsys.readouterr().out
+
+
+def _make_single():
+    return SingleSeatEnv(rules="culo", num_players=4, seat=None, rounds=1)
+
+
+def test_action_masks_through_subproc_vec_env():
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+    venv = SubprocVecEnv([_make_single, _make_single], start_method="fork")
+    try:
+        venv.seed(0)
+        obs = venv.reset()
+        assert obs.shape == (2, 297)
+        masks = np.stack(venv.env_method("action_masks"))
+        assert masks.shape == (2, 49) and masks.dtype == bool and masks.any(axis=1).all()
+        actions = np.array([np.flatnonzero(m)[0] for m in masks])
+        venv.step(actions)
+        masks2 = np.stack(venv.env_method("action_masks"))
+        assert masks2.shape == (2, 49) and masks2.any(axis=1).all()
+    finally:
+        venv.close()
+
+
+def test_maskable_utils_get_action_masks():
+    from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+    from stable_baselines3.common.vec_env import DummyVecEnv
+    venv = DummyVecEnv([_make_single])
+    venv.reset()
+    assert is_masking_supported(venv)
+    masks = get_action_masks(venv)
+    assert masks.shape == (1, 49) and masks.any()
+    venv.close()
+
+
+def test_gymnasium_registry_free_construction():
+    # The env is built directly (no registry): make sure gymnasium's passive checker agrees.
+    from gymnasium.utils.passive_env_checker import env_reset_passive_checker
+    env = SingleSeatEnv(rules="tavern", num_players=6, seat=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        obs, info = env_reset_passive_checker(env, seed=0)
+    assert obs.shape == (407,) and isinstance(info, dict)
+    assert isinstance(env.observation_space, gymnasium.spaces.Box)

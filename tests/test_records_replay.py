@@ -1,0 +1,305 @@
+"""Game records (INTERFACES.md "Game records"): fields, event order, atomic writing, replay."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+import arschloch_env
+from agents.random_agent import RandomAgent
+from agents.runner import play_match
+from arschloch_env.engine import Game
+from arschloch_env.records import RecordError, RecordWriter, read_events, read_matches
+from arschloch_env.replay import replay_file, replay_match
+from arschloch_env.single import SingleSeatEnv
+
+FIELDS = {
+    "match": {"event", "index", "rules", "players", "agents", "seed"},
+    "round": {"event", "round", "hands", "leftover", "leader"},
+    "leftover_swap": {"event", "player", "take", "lay"},
+    "exchange": {"event", "from", "to", "cards"},
+    "play": {"event", "player", "cards"},
+    "pass": {"event", "player"},
+    "trick_end": {"event", "winner"},
+    "out": {"event", "player", "place", "reason"},
+    "round_end": {"event", "round", "places", "titles", "points", "totals"},
+    "match_end": {"event", "totals", "winners"},
+}
+LETTER = {"match": "M", "round": "R", "leftover_swap": "S", "exchange": "X", "play": "P",
+          "pass": "A", "trick_end": "T", "out": "O", "round_end": "E", "match_end": "Z"}
+# A match: rounds, each dealt, then swaps (3rd, 4th), exchanges, play, the last out and its end.
+GRAMMAR = re.compile(r"M(?:RS{0,2}X{0,4}[PATO]*OE)+Z")
+TABLES = [(p, n) for p in ("culo", "culo-points", "culo-ten", "culo-52", "tavern")
+          for n in (3, 4, 5, 6)]
+
+
+def random_match(preset, n, seed, index=0):
+    over = {"target_points": 5} if preset == "culo-points" else {"rounds": 3}
+    rules = arschloch_env.make_rules(preset, n, **over)
+    return play_match(rules, [RandomAgent() for _ in range(n)], seed=seed, match_index=index,
+                      record=True, labels=["random"] * n)
+
+
+def check_structure(events: list[dict]) -> None:
+    n = len(events[0]["players"])
+    for e in events:
+        assert set(e) == FIELDS[e["event"]], e
+    kinds = "".join(LETTER[e["event"]] for e in events)
+    assert GRAMMAR.fullmatch(kinds), kinds[:200]
+    header = events[0]
+    assert header["players"] == [f"player_{i}" for i in range(n)]
+    assert isinstance(header["seed"], (int, type(None))) and isinstance(header["index"], int)
+    assert set(header["rules"]) == {
+        "preset", "num_players", "rank_order", "deal", "leftover_swap", "first_leader",
+        "no_finish_on_top", "top_card_ends_trick", "exchange_cards", "exchange_cards_3p",
+        "vice_exchange_cards", "rounds", "target_points", "winner"}
+    for i, e in enumerate(events):
+        kind = e["event"]
+        nxt = events[i + 1:i + 4]
+        if kind == "round":
+            assert set(e["hands"]) == set(header["players"])
+            assert isinstance(e["leftover"], list) and e["leader"] in header["players"]
+        if kind == "play":
+            # After a play: the mover's out (if any); then the last one's out and round_end,
+            # or a trick_end at once, or the next decision.
+            j = 0
+            if nxt and nxt[0]["event"] == "out" and nxt[0]["player"] == e["player"]:
+                assert nxt[0]["reason"] in ("emptied", "only_top")
+                j = 1
+            rest = nxt[j:]
+            if rest and rest[0]["event"] == "out":
+                assert rest[0]["reason"] == "last" and rest[1]["event"] == "round_end"
+        if kind == "trick_end":
+            assert events[i - 1]["event"] in ("play", "pass", "out")
+            if events[i - 1]["event"] == "out":
+                assert events[i - 2]["event"] == "play"
+        if kind == "out" and e["reason"] == "last":
+            assert events[i + 1]["event"] == "round_end"
+        if kind == "round_end":
+            assert set(e["places"]) == set(e["titles"]) == set(e["points"]) == set(
+                e["totals"]) == set(header["players"])
+    # Exchanges: Arschloch -> President, President -> Arschloch, then the vices.
+    rnd_start = [i for i, e in enumerate(events) if e["event"] == "round"]
+    ends = [e for e in events if e["event"] == "round_end"]
+    for k, start in enumerate(rnd_start[1:]):
+        places = ends[k]["places"]
+        seat = {p: s for s, p in places.items()}
+        ex = []
+        for e in events[start + 1:]:
+            if e["event"] in ("play", "pass"):
+                break
+            if e["event"] == "exchange":
+                ex.append((e["from"], e["to"]))
+        want = [(seat[n], seat[1]), (seat[1], seat[n])]
+        if n >= 4:
+            want += [(seat[n - 1], seat[2]), (seat[2], seat[n - 1])]
+        assert ex == want
+        swaps = [e["player"] for e in events[start + 1:start + 3]
+                 if e["event"] == "leftover_swap"]
+        assert swaps == [seat[p] for p in (3, 4) if p <= n][:len(swaps)]
+    end = events[-1]
+    assert end["totals"] == ends[-1]["totals"]
+    assert end["winners"] == sorted(end["winners"], key=lambda p: int(p[7:]))
+
+
+@pytest.mark.parametrize("preset,n", TABLES)
+def test_record_fields_and_order(preset, n):
+    g = random_match(preset, n, seed=n * 31)
+    check_structure(g.events)
+    assert g.events[0]["agents"] == {f"player_{i}": "random" for i in range(n)}
+    assert g.events[0]["seed"] == n * 31
+
+
+def test_leftover_swap_and_exchange_events_in_a_culo_record():
+    g = random_match("culo", 5, seed=3)
+    kinds = [e["event"] for e in g.events]
+    second = kinds.index("round", 2)
+    assert kinds[second:second + 7] == ["round", "leftover_swap", "leftover_swap", "exchange",
+                                        "exchange", "exchange", "exchange"]
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+def test_writer_is_atomic(tmp_path):
+    target = tmp_path / "sub" / "games.jsonl"
+    part = tmp_path / "sub" / "games.jsonl.part"
+    w = RecordWriter(target)
+    g1, g2 = random_match("culo", 4, 1), random_match("tavern", 3, 2, index=1)
+    w.write_match(g1.events)
+    w.write_match(g2.events)
+    # Until it is closed only the .part file exists: a crash leaves no half record behind.
+    assert part.exists() and not target.exists()
+    w.close()
+    assert target.exists() and not part.exists()
+    assert w.matches == 2
+    lines = target.read_text().split("\n")
+    assert lines[-1] == "" and all(lines[:-1])            # one object per line, no blank lines
+    assert [json.loads(x) for x in lines[:-1]] == g1.events + g2.events
+    w.close()                                             # closing twice is harmless
+
+
+def test_writer_context_manager_and_directory(tmp_path):
+    with RecordWriter(tmp_path / "a.jsonl") as w:
+        w.write_match(random_match("culo-ten", 3, 0).events)
+    assert (tmp_path / "a.jsonl").exists()
+    assert not list(tmp_path.glob("*.part"))
+    with pytest.raises(ValueError, match="is a directory"):
+        RecordWriter(tmp_path)
+
+
+def test_aec_env_writes_records(tmp_path):
+    path = tmp_path / "aec.jsonl"
+    env = arschloch_env.env(rules="tavern", num_players=3, rounds=1, record_path=str(path))
+    rng = np.random.default_rng(0)
+    for match in range(2):
+        env.reset(seed=match if match == 0 else None)
+        for agent in env.agent_iter():
+            obs, _, term, trunc, _ = env.last()
+            env.step(None if term or trunc else int(rng.choice(np.flatnonzero(
+                obs["action_mask"]))))
+    env.close()
+    assert not (tmp_path / "aec.jsonl.part").exists()
+    matches = list(read_matches(path))
+    assert [m[0][1]["index"] for m in matches] == [0, 1]
+    assert all(r.ok for r in replay_file(path))
+    for m in matches:
+        check_structure([e for _, e in m])
+
+
+def test_single_seat_env_writes_records(tmp_path):
+    path = tmp_path / "single.jsonl"
+    env = SingleSeatEnv(rules="culo", num_players=4, seat=0, rounds=1, record_path=str(path))
+    env.reset(seed=0)
+    done = False
+    while not done:
+        _, _, done, _, _ = env.step(int(np.flatnonzero(env.action_masks())[0]))
+    env.close()
+    results = replay_file(path)
+    assert len(results) == 1 and results[0].ok
+
+
+# -- reading and replaying --------------------------------------------------------------------------
+
+def write_lines(path, events):
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+def test_replay_ok_and_describes_the_game(tmp_path):
+    path = tmp_path / "ok.jsonl"
+    g1, g2 = random_match("culo-52", 6, 5), random_match("culo-points", 3, 6, index=1)
+    write_lines(path, g1.events + g2.events)
+    results = replay_file(path)
+    assert [r.ok for r in results] == [True, True] and [r.index for r in results] == [0, 1]
+    assert results[0].game.events == g1.events
+    assert results[0].lines[0].startswith("== match 0 (culo-52")
+    assert any("plays" in line for line in results[0].lines)
+
+
+def first(events, kind, start=0):
+    return next(i for i, e in enumerate(events) if i >= start and e["event"] == kind)
+
+
+def test_replay_corrupted_play_names_the_line(tmp_path):
+    g = random_match("culo", 4, 7)
+    events = [dict(e) for e in g.events]
+    # The first play of round 1 that follows another play: make it a card never dealt to
+    # that player (round 1 has no exchange, so the player cannot hold it).
+    i = next(i for i in range(1, len(events)) if events[i]["event"] == "play"
+             and events[i - 1]["event"] == "play")
+    assert i < first(events, "round_end")
+    player = events[i]["player"]
+    not_held = next(c for c in (r + s for r in "789TJQKA" for s in "CSHD")
+                    if c not in events[1]["hands"][player])
+    events[i] = {"event": "play", "player": player, "cards": [not_held]}
+    path = tmp_path / "bad.jsonl"
+    write_lines(path, events)
+    res = replay_file(path)[0]
+    assert not res.ok and res.error_line == i + 1
+    assert f"{player} plays {not_held}" in res.error and f"{player} cannot" in res.error
+
+
+def test_replay_wrong_player_and_wrong_result(tmp_path):
+    g = random_match("tavern", 4, 8)
+    events = [dict(e) for e in g.events]
+    i = first(events, "pass")
+    events[i] = {"event": "pass", "player": "player_9"}
+    write_lines(tmp_path / "a.jsonl", events)
+    res = replay_file(tmp_path / "a.jsonl")[0]
+    assert not res.ok and res.error_line == i + 1 and "player_9" in res.error
+
+    events = [dict(e) for e in g.events]
+    j = first(events, "round_end")
+    events[j] = {**events[j], "points": {p: 0 for p in events[j]["points"]}}
+    write_lines(tmp_path / "b.jsonl", events)
+    res = replay_file(tmp_path / "b.jsonl")[0]
+    assert not res.ok and res.error_line == j + 1 and "not what the rules give" in res.error
+
+
+def test_replay_bad_deal_and_early_end(tmp_path):
+    g = random_match("culo", 3, 9)
+    events = [dict(e) for e in g.events]
+    hands = {p: list(h) for p, h in events[1]["hands"].items()}
+    hands["player_0"][0] = hands["player_1"][0]
+    events[1] = {**events[1], "hands": hands}
+    write_lines(tmp_path / "deal.jsonl", events)
+    res = replay_file(tmp_path / "deal.jsonl")[0]
+    assert not res.ok and res.error_line == 1 and "more than once" in res.error
+
+    events = [dict(e) for e in g.events]
+    k = first(events, "round_end")
+    cut = events[:k - 3] + [events[-1]]
+    write_lines(tmp_path / "early.jsonl", cut)
+    res = replay_file(tmp_path / "early.jsonl")[0]
+    assert not res.ok and res.error_line is not None
+
+
+@pytest.mark.parametrize("text,words", [
+    ('{"event": "match"}\n\n', "blank line"),
+    ('{"event": "match", "index": 0\n', "not valid JSON"),
+    ("[1, 2]\n", "not a game event"),
+    ('{"kind": "play"}\n', "not a game event"),
+    ('{"event": "play", "player": "player_0", "cards": ["7C"]}\n', "outside a match"),
+])
+def test_malformed_record_files(tmp_path, text, words):
+    path = tmp_path / "x.jsonl"
+    path.write_text(text)
+    with pytest.raises(RecordError) as e:
+        replay_file(path)
+    msg = str(e.value)
+    assert words in msg and (f"{path}:1:" in msg or f"{path}:2:" in msg)
+
+
+def test_truncated_record(tmp_path):
+    g = random_match("culo", 4, 10)
+    text = "".join(json.dumps(e) + "\n" for e in g.events)
+    path = tmp_path / "t.jsonl"
+    path.write_text(text[: len(text) // 2].rsplit("\n", 1)[0] + "\n")
+    with pytest.raises(RecordError, match="truncated"):
+        replay_file(path)
+    path.write_text(text[: len(text) // 2])                # cut in the middle of a line
+    with pytest.raises(RecordError, match="not valid JSON|truncated"):
+        replay_file(path)
+    with pytest.raises(RecordError, match="does not exist"):
+        list(read_events(tmp_path / "missing.jsonl"))
+
+
+def test_new_match_before_end(tmp_path):
+    g = random_match("culo", 4, 11)
+    path = tmp_path / "m.jsonl"
+    write_lines(path, g.events[:5] + g.events)
+    with pytest.raises(RecordError, match="a new match starts before"):
+        replay_file(path)
+
+
+def test_replay_match_rebuilds_identical_game():
+    g = Game("culo-ten", num_players=5, seed=12, rounds=2, record=True)
+    rng = np.random.default_rng(1)
+    while not g.is_over:
+        acts = g.legal_actions()
+        g.step(acts[int(rng.integers(len(acts)))])
+    res = replay_match(list(enumerate(g.events, 1)))
+    assert res.ok and res.game.events == g.events
+    assert res.game.round_places == g.round_places

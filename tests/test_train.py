@@ -1,0 +1,272 @@
+"""Training, checkpoints, resume, export and bundles.
+
+The learning test trains the smoke config (40k learner steps, a couple of minutes on 2 cores)
+and then needs the bot to beat three random players in a duplicate evaluation: the 95% CI of
+its rank points per round above par ((n-1)/2, what any seat averages when all play alike)
+must exclude zero. Random play is the zero-skill reference and duplicate deals cancel card
+luck, so a positive lower bound means the run learned to play better than chance.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.bundle import BundleError, load_bundle
+from arschloch_env.engine import Game
+from arschloch_env.observation import Encoder
+from train.config import ConfigError, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ROOT / "configs" / "ppo_smoke.yaml"
+
+
+def cli(*args, timeout=600, **kw):
+    return subprocess.run([sys.executable, "-m", "arschloch_env.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT, **kw)
+
+
+# -- configs ----------------------------------------------------------------------------------
+
+def test_shipped_configs_load():
+    for path in sorted((ROOT / "configs").glob("*.yaml")):
+        cfg = load_config(path)
+        assert cfg.total_steps > 0, path
+
+
+@pytest.mark.parametrize("override, message", [
+    ("bogus=1", "unknown config key(s) bogus"),
+    ("ppo.bogus=1", "unknown config key(s) ppo.bogus"),
+    ("players=[2]", "players"),
+    ("ppo.n_steps=many", "ppo.n_steps: expected int"),
+    ("ppo.activation=gelu", "ppo.activation"),
+    ("eval.best_by=expert", "eval.best_by"),
+    ("rules=nonsense", "unknown preset"),
+])
+def test_config_errors_name_the_key(override, message):
+    with pytest.raises((ConfigError, ValueError), match=None) as info:
+        load_config(SMOKE, [override])
+    assert message in str(info.value)
+
+
+def test_train_cli_rejects_bad_config_cleanly(tmp_path):
+    res = cli("train", "--config", SMOKE, "--set", "bogus=1", "--run-dir", tmp_path / "r")
+    assert res.returncode == 2
+    assert "unknown config key(s) bogus" in res.stderr and "Traceback" not in res.stderr
+    res = cli("train", "--config", tmp_path / "missing.yaml")
+    assert res.returncode == 2 and "does not exist" in res.stderr
+
+
+# -- a short real run -------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    run = tmp_path_factory.mktemp("smoke") / "run"
+    res = cli("train", "--config", SMOKE, "--run-dir", run, "--no-progress",
+              "--set", "eval.deals=150", timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return run
+
+
+def test_short_training_beats_random(smoke_run):
+    meta = json.loads((smoke_run / json.loads((smoke_run / "latest.json").read_text())["meta"])
+                      .read_text())
+    assert meta["steps"] >= 40_000
+    result = meta["evaluations"][-1]["results"]["random"]
+    assert result["advantage_ci_low"] > 0, result
+    assert meta["illegal_actions"] == 0
+
+
+def test_tensorboard_has_our_scalars(smoke_run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    (logdir,) = [p for p in (smoke_run / "tb").iterdir() if p.is_dir()]
+    acc = EventAccumulator(str(logdir))
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    for tag in ("eval/vs_random/rank_points", "eval/vs_random/ci_low", "charts/samples_per_s",
+                "charts/illegal_actions", "league/snapshots", "rollout/ep_rew_mean"):
+        assert tag in tags, tags
+    assert all(e.value == 0 for e in acc.Scalars("charts/illegal_actions"))
+    assert "config/text_summary" in acc.Tags()["tensors"]
+
+
+def _untrained_model(seed: int = 0):
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from train.sb3_trainer import make_env, make_model
+    cfg = load_config(SMOKE, [f"seed={seed}"])
+    envs = DummyVecEnv([make_env(cfg, 0, Path("/nonexistent-league"))])
+    return make_model(cfg, envs, Path("/tmp"))
+
+
+# -- kill and resume --------------------------------------------------------------------------
+
+def test_sigkill_then_resume_loses_nothing(tmp_path):
+    run = tmp_path / "run"
+    args = [sys.executable, "-m", "arschloch_env.cli", "train", "--config", str(SMOKE),
+            "--run-dir", str(run), "--no-progress", "--set", "total_steps=12000",
+            "--set", "checkpoint_every=4096", "--set", "ppo.n_steps=256",
+            "--set", "league.snapshot_every=2048", "--set", "eval.deals=5"]
+    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not (run / "latest.json").exists() and time.time() < deadline:
+        time.sleep(0.2)
+    assert (run / "latest.json").exists(), "no checkpoint was written"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    first = json.loads((run / "latest.json").read_text())
+    assert first["steps"] < 12000
+    # A temporary (*.part.zip) may be left by the kill; every file under a final name is whole.
+    for final in [p for p in (run / "checkpoints").glob("step_*.zip") if ".part" not in p.name]:
+        import zipfile
+        assert zipfile.is_zipfile(final), f"{final} is half-written"
+
+    res = cli("train", "--config", SMOKE, "--run-dir", run, "--resume", "--no-progress",
+              "--set", "total_steps=12000")
+    assert res.returncode == 0, res.stderr[-3000:]
+    last = json.loads((run / "latest.json").read_text())
+    assert last["steps"] >= 12000
+    meta = json.loads((run / last["meta"]).read_text())
+    assert meta["config"]["total_steps"] == 12000
+    steps = [s["steps"] for s in meta["league"]]
+    assert steps == sorted(steps) and steps[0] <= first["steps"]
+
+
+def test_new_run_refuses_an_existing_run_dir(smoke_run):
+    res = cli("train", "--config", SMOKE, "--run-dir", smoke_run)
+    assert res.returncode == 2 and "--resume" in res.stderr
+
+
+# -- export and bundles -----------------------------------------------------------------------
+
+def _observations(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Real observations and masks from random culo games."""
+    rng = np.random.default_rng(seed)
+    enc = Encoder(8)
+    obs, masks = [], []
+    g = Game("culo", seed=seed, auto_pass=True)
+    while len(obs) < count:
+        if g.is_over:
+            g = Game("culo", seed=int(rng.integers(1 << 30)), auto_pass=True)
+        obs.append(enc.observe(g, g.current))
+        masks.append(g.legal_mask())
+        legal = g.legal_actions()
+        g.step(legal[int(rng.integers(len(legal)))])
+    return np.stack(obs), np.stack(masks)
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    from train.export import policy_mlp, torchscript_policy, write_bundle
+    from train.sb3_trainer import rules_for
+    model = _untrained_model(seed=3)
+    mlp = policy_mlp(model)
+    out = tmp_path_factory.mktemp("bots") / "parity"
+    rules = rules_for(load_config(SMOKE)).to_dict()
+    write_bundle(out, mlp, rules, ["culo"], [4], "parity", {"steps": 0},
+                 torchscript_model=torchscript_policy(mlp))
+    return out, model
+
+
+def test_onnx_bundle_matches_torch_policy(bundle):
+    import torch
+    out, model = bundle
+    obs, masks = _observations(3000)
+    agent = load_bundle(out)
+    actions, logits = agent.policy(obs, masks)
+    with torch.no_grad():
+        dist = model.policy.get_distribution(torch.as_tensor(obs))
+        torch_logits = dist.distribution.logits.numpy()
+    # SB3 normalises logits (log-softmax); compare up to the per-row constant.
+    raw = logits - logits.max(axis=1, keepdims=True)
+    ref = torch_logits - torch_logits.max(axis=1, keepdims=True)
+    assert np.abs(raw - ref).max() < 1e-5
+    masked = np.where(masks > 0, torch_logits, -np.inf)
+    assert (actions == masked.argmax(axis=1)).all()
+    ts = torch.jit.load(str(out / "policy.torchscript.pt"))
+    ts_actions, _ = ts(torch.as_tensor(obs), torch.as_tensor(masks))
+    assert (ts_actions.numpy() == actions).all()
+
+
+def test_bundle_loads_and_plays_without_torch(bundle):
+    out, _ = bundle
+    code = (
+        "import sys, builtins\n"
+        "real = builtins.__import__\n"
+        "def guard(name, *a, **k):\n"
+        "    if name == 'torch' or name.startswith(('torch.', 'stable_baselines3', 'sb3_contrib')):\n"
+        "        raise ImportError('torch is not allowed here: ' + name)\n"
+        "    return real(name, *a, **k)\n"
+        "builtins.__import__ = guard\n"
+        "from agents.runner import play_match\n"
+        "from agents import make_agent\n"
+        f"bot = make_agent({str(out)!r})\n"
+        "g = play_match('culo', [bot, make_agent('random'), make_agent('random'), "
+        "make_agent('random')], seed=1)\n"
+        "assert g.is_over\n"
+        "print('played', g.totals)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "played" in res.stdout
+
+
+def test_bundle_refuses_other_rules_and_damage(bundle, tmp_path):
+    import shutil
+    out, _ = bundle
+    agent = load_bundle(out)
+    from arschloch_env.rules import make_rules
+    with pytest.raises(BundleError, match="preset"):
+        agent.reset(make_rules("tavern", 4).to_dict(), 0, 0)
+    with pytest.raises(BundleError, match="players"):
+        agent.reset(make_rules("culo", 5).to_dict(), 0, 0)
+    with pytest.raises(BundleError, match="no_finish_on_top"):
+        agent.reset(make_rules("culo", 4, no_finish_on_top=False).to_dict(), 0, 0)
+    agent.reset(make_rules("culo", 4, rounds=1).to_dict(), 0, 0)  # match length is fine
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(out, damaged)
+    data = bytearray((damaged / "policy.onnx").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (damaged / "policy.onnx").write_bytes(bytes(data))
+    with pytest.raises(BundleError, match="damaged"):
+        load_bundle(damaged)
+
+    old = tmp_path / "old_version"
+    shutil.copytree(out, old)
+    manifest = json.loads((old / "manifest.json").read_text())
+    manifest["observation"]["version"] = 0
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match="observation layout version"):
+        load_bundle(old)
+
+    (old / "manifest.json").write_text("{not json")
+    with pytest.raises(BundleError, match="damaged"):
+        load_bundle(old)
+
+
+def test_export_cli_and_bundle_as_agent_spec(smoke_run, tmp_path):
+    out = tmp_path / "bots" / "smoke"
+    res = cli("export", smoke_run, "--out", out)
+    assert res.returncode == 0, res.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["presets"] == ["culo"] and manifest["players"] == [4]
+    assert manifest["training"]["evaluation"]["results"]["random"]["rank_points"] > 1.5
+    res = cli("simulate", "--rules", "culo", "--players", "4", "--matches", "3",
+              "--agents", out, "random", "random", "random")
+    assert res.returncode == 0, res.stderr
+    res = cli("simulate", "--rules", "tavern", "--players", "4", "--matches", "1",
+              "--agents", out, "random", "random", "random")
+    assert res.returncode != 0 and "trained for preset" in res.stderr
+    assert "Traceback" not in res.stderr
+    res = cli("export", tmp_path / "nothing-here", "--out", tmp_path / "x")
+    assert res.returncode == 2 and "checkpoint" in res.stderr
