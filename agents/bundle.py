@@ -128,6 +128,15 @@ class BundleAgent:
             raise BundleError(f"bundle {str(self.path)!r}: the policy cannot be loaded "
                               f"({exc})") from None
 
+    def __deepcopy__(self, memo) -> "BundleAgent":
+        # One agent per seat shares the read-only inference session.
+        twin = object.__new__(BundleAgent)
+        twin.__dict__.update(self.__dict__)
+        return twin
+
+    def __reduce__(self):
+        return (BundleAgent, (str(self.path),))
+
     def supports(self, rules: dict[str, Any]) -> bool:
         try:
             check_rules(self.manifest, rules)

@@ -123,6 +123,8 @@ class Game:
         h = self.hands[self.current]
         size = self.sizes[self.current]
         k = self.table_count
+        # A finishing play of the top rank needs a hand of top-rank cards only, which the
+        # only-top rule removes at once; the check keeps the rule true for any state anyway.
         forbid = self.top if self.rules.no_finish_on_top else -1
         if k == 0:
             acts = []

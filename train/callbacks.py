@@ -60,7 +60,8 @@ class TrainingLoop(BaseCallback):
             if info.get("illegal"):
                 self.illegal += 1
         if self._bar is not None:
-            self._bar.update(self.model.n_envs)
+            # SB3 finishes the last whole rollout, past total_steps; the bar stops at its total.
+            self._bar.update(max(0, min(self.model.n_envs, self._bar.total - self._bar.n)))
         return True
 
     def _on_rollout_end(self) -> None:
@@ -108,9 +109,9 @@ class TrainingLoop(BaseCallback):
         if self.best is None or score > self.best:
             self.best = score
             self.checkpoint(self.model, latest=False, name="best")
-        self.log_line(f"step {steps}: " + ", ".join(
-            f"vs {f} {r['rank_points']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
-            for f, r in results.items()))
+        self.log_line(f"step {steps}: rank points over par " + ", ".join(
+            f"vs {f} {r['advantage']:+.3f} [{r['advantage_ci_low']:+.3f}, "
+            f"{r['advantage_ci_high']:+.3f}]" for f, r in results.items()))
         return entry
 
     def checkpoint(self, model, latest: bool, name: str | None = None):
