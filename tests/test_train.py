@@ -270,3 +270,17 @@ def test_export_cli_and_bundle_as_agent_spec(smoke_run, tmp_path):
     assert "Traceback" not in res.stderr
     res = cli("export", tmp_path / "nothing-here", "--out", tmp_path / "x")
     assert res.returncode == 2 and "checkpoint" in res.stderr
+
+
+def test_same_seed_same_run_on_one_process(tmp_path):
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from train.sb3_trainer import train
+    cfg_args = ["total_steps=1024", "ppo.n_steps=256", "ppo.batch_size=128", "subproc=false",
+                "n_envs=2", "eval.deals=3", "checkpoint_every=100000"]
+    finals = [train(load_config(SMOKE, cfg_args), tmp_path / f"run{i}", progress=False)
+              for i in range(2)]
+    a, b = (MaskablePPO.load(str(f), device="cpu").policy.state_dict() for f in finals)
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
