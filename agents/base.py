@@ -9,7 +9,7 @@ which saves building it.
 
 Agent specs, accepted by every command and API that takes agents:
 
-* a built-in name: ``random`` (more in :data:`BUILTIN`);
+* a built-in name: ``random``, ``greedy``, ``expert``, ``mc`` (see :data:`BUILTIN`);
 * a bundle path: a directory holding an exported bot's ``manifest.json``;
 * ``package.module:ClassName``: a user's own class, constructed without arguments.
 """
@@ -35,7 +35,23 @@ def _random() -> Any:
     return RandomAgent()
 
 
-BUILTIN: dict[str, Callable[[], Any]] = {"random": _random}
+def _greedy() -> Any:
+    from agents.greedy import GreedyAgent
+    return GreedyAgent()
+
+
+def _expert() -> Any:
+    from agents.expert import ExpertAgent
+    return ExpertAgent()
+
+
+def _mc() -> Any:
+    from agents.mc import MCAgent
+    return MCAgent()
+
+
+BUILTIN: dict[str, Callable[[], Any]] = {"random": _random, "greedy": _greedy,
+                                          "expert": _expert, "mc": _mc}
 
 
 def register_builtin(name: str, factory: Callable[[], Any]) -> None:

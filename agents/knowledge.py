@@ -1,0 +1,314 @@
+"""Card counting for the bots: what one seat knows of the hidden cards, and samples of them.
+
+A card is an int ``4 * rank + suit`` (rank index in the rules' ``rank_order``, suit index in
+``C S H D``), so the natural int order is the engine's card order (rank first, then suit): the
+Arschloch's "highest cards" are the largest ids of its hand.
+
+:class:`Knowledge` is fed every public view (and observation) the seat receives in a match and
+keeps what it must remember between them (the card it took and the card it laid in the left-over
+swap). From that it derives, for the current decision:
+
+* ``unseen``: the cards the seat has not seen, i.e. in another hand or face down;
+* ``forced``: cards known to be in one seat's hand (cards the seat gave in the exchange, while
+  not played: the receiver cannot pass them on);
+* ``caps``: an exclusive upper bound on the other cards of a seat: a forced giver handed over
+  its highest cards, so what it kept is lower than the lowest card it gave;
+* ``fd_unknown``: how many face-down cards (left-over, laid down) the seat has not seen.
+
+:meth:`Knowledge.sample` deals the unseen cards to the other seats and the face-down pile
+consistently with all of it (counts, forced cards, caps, and no hand of top-rank cards only
+under ``no_finish_on_top``, which would already have been revealed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from arschloch_env.cards import SUITS
+from arschloch_env.observation import Layout
+from arschloch_env.rules import Rules, make_rules
+
+SUIT_INDEX = {s: i for i, s in enumerate(SUITS)}
+
+
+class SampleError(RuntimeError):
+    """No deal consistent with the knowledge was found (a bug: the true deal is one)."""
+
+
+class Deck:
+    """Card ids of one rules' deck and their card strings."""
+
+    def __init__(self, rules: Rules):
+        self.order = tuple(rules.rank_order)
+        self.R = len(self.order)
+        self.size = 4 * self.R
+        self.index = {r + s: 4 * i + j for i, r in enumerate(self.order)
+                      for j, s in enumerate(SUITS)}
+        self.names = [r + s for r in self.order for s in SUITS]
+
+    def ids(self, cards) -> list[int]:
+        idx = self.index
+        return [idx[c] for c in cards]
+
+    def counts(self, ids) -> list[int]:
+        """Cards per rank."""
+        out = [0] * self.R
+        for c in ids:
+            out[c >> 2] += 1
+        return out
+
+    def masks(self, ids) -> list[int]:
+        """A hand in the engine's form: one suit mask per rank."""
+        out = [0] * self.R
+        for c in ids:
+            out[c >> 2] |= 1 << (c & 3)
+        return out
+
+
+def role_seats(titles: list[str | None]) -> dict[str, int]:
+    """Seat of each unique title of the previous round (President, Arschloch, the vices)."""
+    out = {}
+    for t in ("President", "Vice-President", "Vice-Arschloch", "Arschloch"):
+        if t in titles:
+            out[t] = titles.index(t)
+    return out
+
+
+class Knowledge:
+    """What one seat knows of the hidden cards in the current round.
+
+    Call :meth:`reset` at the start of a match, :meth:`update` with every view before
+    deciding, and :meth:`note_action` with the action chosen in a ``take`` or ``lay`` phase.
+    """
+
+    def __init__(self) -> None:
+        self.rules: Rules | None = None
+        self.seat = 0
+        self.round = 0
+        self.taken: int | None = None
+        self.laid: set[int] = set()
+
+    def reset(self, rules: Rules | dict | str, seat: int) -> None:
+        self.rules = rules if isinstance(rules, Rules) else make_rules(rules)
+        self.deck = Deck(self.rules)
+        self.seat = seat
+        self.round = 0
+        self.taken = None
+        self.laid = set()
+        self._revealed_slice = Layout(self.deck.R).slices["revealed"]
+
+    # -- per decision ---------------------------------------------------------------------------
+
+    def update(self, view: dict, observation: dict | None = None) -> "Knowledge":
+        """Reads one view (the observation gives the count of revealed top-rank cards)."""
+        if self.rules is None or view["rules"]["num_players"] != self.rules.num_players or \
+                list(view["rules"]["rank_order"]) != list(self.rules.rank_order):
+            self.reset(view["rules"], view["seat"])
+        if view["round"] != self.round:
+            self.round = view["round"]
+            self.taken = None
+            self.laid = set()
+        rules, deck = self.rules, self.deck
+        self.seat = seat = view["seat"]
+        self.n = n = rules.num_players
+        self.R = deck.R
+        self.top = deck.R - 1
+        self.phase = view["phase"]
+        self.view = view
+        self.hand = deck.ids(view["hand"])
+        self.h = deck.counts(self.hand)
+        self.played = set(deck.ids(view["played"]))
+        self.face_up = deck.ids(view["face_up"])
+        self.sizes = list(view["counts"])
+        self.places = list(view["places"])
+        self.titles = list(view["titles"])
+        table = view["table"]
+        if table:
+            cards = deck.ids(table["cards"])
+            self.table = (cards[0] >> 2, len(cards), table["seat"])
+        else:
+            self.table = None
+        revealed = 0
+        if observation is not None:
+            revealed = int(round(float(np.sum(
+                observation["observation"][self._revealed_slice]))))
+        self.revealed_count = revealed
+        given = set(deck.ids(view["given"]))
+        received = set(deck.ids(view["received"]))
+        mine = set(self.hand)
+        laid = self.laid & given
+        seen = mine | self.played | set(self.face_up) | laid
+        self.forced: dict[int, set[int]] = {}
+        self.caps: dict[int, int] = {}
+        roles = role_seats(self.titles)
+        title = self.titles[seat]
+        if title in ("President", "Vice-President"):
+            partner = roles.get("Arschloch" if title == "President" else "Vice-Arschloch")
+            got = received - ({self.taken} if self.taken is not None else set())
+            if partner is not None and partner != seat:
+                if got:
+                    self.caps[partner] = min(got)
+                held = (given - laid) - seen
+                if held:
+                    self.forced[partner] = held
+        elif title in ("Arschloch", "Vice-Arschloch"):
+            partner = roles.get("President" if title == "Arschloch" else "Vice-President")
+            held = (given - laid) - seen
+            if partner is not None and partner != seat and held:
+                self.forced[partner] = held
+        # The revealed top-rank cards: forced cards of seats that left without playing them
+        # first, then any unseen top-rank cards no active seat is known to hold.
+        unseen = set(range(deck.size)) - seen
+        top_ids = [c for c in sorted(unseen) if c >> 2 == self.top]
+        to_remove = revealed
+        for s in list(self.forced):
+            if self.sizes[s] == 0:
+                gone = self.forced.pop(s)
+                for c in sorted(gone):
+                    if to_remove and c >> 2 == self.top and c in unseen:
+                        unseen.discard(c)
+                        to_remove -= 1
+        pinned = set().union(*self.forced.values()) if self.forced else set()
+        for c in top_ids:
+            if to_remove == 0:
+                break
+            if c in unseen and c not in pinned:
+                unseen.discard(c)
+                to_remove -= 1
+        for s in list(self.forced):
+            self.forced[s] &= unseen
+            if not self.forced[s]:
+                del self.forced[s]
+        for s in list(self.caps):
+            if self.sizes[s] == 0:
+                del self.caps[s]
+        self.unseen = sorted(unseen)
+        others = sum(self.sizes) - self.sizes[seat]
+        self.fd_unknown = len(self.unseen) - others
+        self.laid_known = laid
+        return self
+
+    def note_action(self, action: int) -> None:
+        """Remembers the card moved by a take or lay (the engine moves the lowest suit)."""
+        R = self.deck.R
+        if self.phase == "take":
+            r = action - (1 + 5 * R)
+            self.taken = min(c for c in self.face_up if c >> 2 == r)
+        elif self.phase == "lay":
+            r = action - (1 + 4 * R)
+            self.laid.add(min(c for c in self.hand if c >> 2 == r))
+
+    # -- derived counts -----------------------------------------------------------------------
+
+    def unseen_counts(self) -> list[int]:
+        return self.deck.counts(self.unseen)
+
+    def possible_counts(self, s: int) -> list[int]:
+        """Per rank, the most cards of that rank seat ``s`` can hold (an upper bound)."""
+        R = self.R
+        forced = self.forced.get(s, ())
+        cap = self.caps.get(s)
+        pinned = set().union(*self.forced.values()) if self.forced else set()
+        out = self.deck.counts(forced)
+        for c in self.unseen:
+            if c in pinned:
+                continue
+            if cap is None or c < cap:
+                out[c >> 2] += 1
+        size = self.sizes[s]
+        return [min(x, size) for x in out[:R]]
+
+    # -- sampling -------------------------------------------------------------------------------
+
+    def sample(self, rng: np.random.Generator, tries: int = 50) -> tuple[dict[int, list[int]],
+                                                                        list[int]]:
+        """One deal of the unseen cards consistent with the knowledge.
+
+        Returns:
+            ``(hands, face_down)``: the card ids of every other seat still holding cards, and
+            the unknown face-down cards.
+
+        Raises:
+            SampleError: nothing consistent was found in ``tries`` attempts.
+        """
+        seat = self.seat
+        others = [s for s in range(self.n) if s != seat and self.sizes[s] > 0]
+        pinned = set().union(*self.forced.values()) if self.forced else set()
+        free = [c for c in self.unseen if c not in pinned]
+        need = {s: self.sizes[s] - len(self.forced.get(s, ())) for s in others}
+        capped = sorted((s for s in others if s in self.caps), key=lambda s: self.caps[s])
+        top = self.top
+        nf = self.rules.no_finish_on_top
+        for _ in range(tries):
+            pool = list(free)
+            hands: dict[int, list[int]] = {s: sorted(self.forced.get(s, ())) for s in others}
+            ok = True
+            for s in capped:
+                cap = self.caps[s]
+                allowed = [c for c in pool if c < cap]
+                k = need[s]
+                if len(allowed) < k:
+                    ok = False
+                    break
+                pick = rng.choice(len(allowed), size=k, replace=False) if k else []
+                chosen = {allowed[i] for i in pick}
+                hands[s].extend(chosen)
+                pool = [c for c in pool if c not in chosen]
+            if not ok:
+                continue
+            order = rng.permutation(len(pool))
+            i = 0
+            for s in others:
+                if s in self.caps:
+                    continue
+                k = need[s]
+                hands[s].extend(pool[j] for j in order[i:i + k])
+                i += k
+            face_down = [pool[j] for j in order[i:]]
+            if nf and any(all(c >> 2 == top for c in hands[s]) for s in others):
+                continue
+            return hands, face_down
+        raise SampleError(f"no consistent deal found for seat {seat} in {tries} tries")
+
+    def consistent(self, hands: dict[int, list[int]], face_down: list[int]) -> list[str]:
+        """Why a deal of the hidden cards contradicts the knowledge (empty when it does not)."""
+        errors = []
+        seen = set(self.hand) | self.played | set(self.face_up) | self.laid_known
+        allc: list[int] = [c for h in hands.values() for c in h] + list(face_down)
+        if len(allc) != len(set(allc)):
+            errors.append("a card is dealt twice")
+        if set(allc) & seen:
+            errors.append(f"seen cards dealt: {sorted(set(allc) & seen)}")
+        if sorted(allc) != self.unseen:
+            errors.append("the dealt cards are not exactly the unseen cards")
+        for s in range(self.n):
+            if s == self.seat:
+                continue
+            h = hands.get(s, [])
+            if len(h) != self.sizes[s]:
+                errors.append(f"seat {s}: {len(h)} cards, holds {self.sizes[s]}")
+            forced = self.forced.get(s, set())
+            if not forced <= set(h):
+                errors.append(f"seat {s}: misses forced cards {sorted(forced - set(h))}")
+            if s in self.caps:
+                bad = [c for c in h if c not in forced and c >= self.caps[s]]
+                if bad:
+                    errors.append(f"seat {s}: cards {bad} above its cap {self.caps[s]}")
+            if (self.rules.no_finish_on_top and h and all(c >> 2 == self.top for c in h)):
+                errors.append(f"seat {s}: only top-rank cards")
+        if len(face_down) != self.fd_unknown:
+            errors.append(f"{len(face_down)} face-down cards, {self.fd_unknown} unknown")
+        return errors
+
+
+def describe(knowledge: Knowledge) -> dict[str, Any]:
+    """A readable summary (for debugging and tests)."""
+    names = knowledge.deck.names
+    return {
+        "unseen": [names[c] for c in knowledge.unseen],
+        "forced": {s: [names[c] for c in sorted(v)] for s, v in knowledge.forced.items()},
+        "caps": {s: names[c] for s, c in knowledge.caps.items()},
+        "fd_unknown": knowledge.fd_unknown,
+    }

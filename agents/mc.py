@@ -1,0 +1,221 @@
+"""Determinized Monte-Carlo search with the expert as playout policy.
+
+At every decision with more than one legal action the bot deals the cards it has not seen
+consistently with everything it knows (:meth:`agents.knowledge.Knowledge.sample`: counts,
+seen cards, the exchange), builds an engine state of the current decision from it
+(:func:`build_world`), and plays every candidate move out to the end of the round with
+:func:`agents.expert.game_policy` for every seat. Each sampled world is played once per
+candidate (common random numbers), and the candidate with the best mean round points
+(``n - place``) is chosen; the expert's own move wins near-ties, so that noise alone does not
+change a good rule-based choice.
+
+The search is deterministic given the ``reset`` seed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from arschloch_env.engine import GIVE, LAY, PLAY, TAKE, Game
+from arschloch_env.rules import make_rules
+
+from agents.expert import DEFAULT, ctx_from_knowledge, decide, game_policy
+from agents.knowledge import Knowledge, SampleError, role_seats
+
+
+def _world_template(rules) -> Game:
+    """An engine state of the rules whose match ends with the current round."""
+    one = rules.replace(rounds=1)
+    return Game(one, seed=0, auto_pass=True)
+
+
+def _places_marks(places: list[int | None], n: int) -> tuple[int, int]:
+    """(next free place from the top, next free place from the bottom)."""
+    taken = {p for p in places if p is not None}
+    top = 1
+    while top in taken:
+        top += 1
+    bottom = n
+    while bottom in taken:
+        bottom -= 1
+    return top, bottom
+
+
+def build_world(template: Game, k: Knowledge, hands: dict[int, list[int]],
+                face_down: list[int]) -> Game:
+    """The engine state of ``k``'s current decision with the hidden cards dealt as given.
+
+    Args:
+        template: from :func:`_world_template` for the same rules.
+        k: the deciding seat's knowledge, updated with its view.
+        hands: card ids of every other seat holding cards.
+        face_down: the unknown face-down cards (the seat's own laid cards are added).
+    """
+    g = template.clone(keep_rng=False)
+    n, R, deck = k.n, k.R, k.deck
+    g.hands = [deck.masks(hands.get(s, ())) for s in range(n)]
+    g.hands[k.seat] = deck.masks(k.hand)
+    g.sizes = list(k.sizes)
+    g.places = list(k.places)
+    g.active = sum(1 for x in g.sizes if x)
+    g.next_top, g.next_bottom = _places_marks(g.places, n)
+    if k.table:
+        g.table_rank, g.table_count, g.table_seat = k.table
+    else:
+        g.table_rank, g.table_count, g.table_seat = -1, 0, -1
+    g.passed = list(k.view["passed"])
+    g.passes = sum(g.passed)
+    g.plays = []
+    g.revealed = [0] * n
+    g.given = [[0] * R for _ in range(n)]
+    g.received = [[0] * R for _ in range(n)]
+    g.face_down = deck.masks(list(face_down) + sorted(k.laid_known))
+    g.face_up = deck.masks(k.face_up)
+    played = deck.counts(k.played)
+    g.played = played
+    fu = deck.counts(k.face_up)
+    gone = [played[r] + fu[r] for r in range(R)]
+    gone[R - 1] += k.revealed_count
+    g.gone = gone
+    g._recompute_top_alive()
+    g.round, g.rounds_done, g.round_places = 1, 0, []
+    g.totals = [0] * n
+    g.last_places = g.last_points = g.winners = None
+    g.current = k.seat
+    g.phase = k.phase
+    g._give_buffer = []
+    g._swap_take = None
+    g.to_give, g.give_to = 0, -1
+    g.tasks = []
+    if k.phase != PLAY:
+        _setup_tasks(g, k)
+    return g
+
+
+def _setup_tasks(g: Game, k: Knowledge) -> None:
+    """The remaining left-over swap and exchange steps of a decision before the play."""
+    rules, n, me = k.rules, k.n, k.seat
+    roles = role_seats(k.titles)
+    g.leader = roles.get("Arschloch", me)
+    exchange = []
+    c, v = rules.president_exchange, rules.vice_exchange
+    if c and "President" in roles and "Arschloch" in roles:
+        exchange += [("auto", roles["Arschloch"], roles["President"], c),
+                     (GIVE, roles["President"], roles["Arschloch"], c)]
+    if v and "Vice-President" in roles and "Vice-Arschloch" in roles:
+        exchange += [("auto", roles["Vice-Arschloch"], roles["Vice-President"], v),
+                     (GIVE, roles["Vice-President"], roles["Vice-Arschloch"], v)]
+    if k.phase == GIVE:
+        g.give_to = roles["Arschloch"] if k.titles[me] == "President" else roles["Vice-Arschloch"]
+        g.to_give = int(k.view["to_give"])
+        i = next(i for i, t in enumerate(exchange) if t[0] == GIVE and t[1] == me)
+        g.tasks = exchange[i:]
+        return
+    left = rules.num_leftover
+    up = len(k.face_up)
+    third = up == left if k.phase == TAKE else up == left - 1
+    fourth_swap = []
+    if third and n >= 4:
+        if n == 6:
+            fourth = next(s for s in range(n) if s != me and k.titles[s] == "Citizen")
+        else:
+            fourth = roles.get("Vice-Arschloch" if n == 5 else "Arschloch")
+        if fourth is not None:
+            fourth_swap = [(TAKE, fourth), (LAY, fourth)]
+    if k.phase == TAKE:
+        g.tasks = [(TAKE, me), (LAY, me)] + fourth_swap + exchange
+    else:
+        t = k.taken if k.taken is not None else k.hand[0]
+        g._swap_take = (t >> 2, 1 << (t & 3))
+        g.tasks = [(LAY, me)] + fourth_swap + exchange
+
+
+def playout(g: Game, seat: int) -> int:
+    """Plays the round out with the expert for every seat; the seat's round points."""
+    policy = game_policy
+    while g.phase != "over":
+        g.step(policy(g))
+    return g.n - g.last_places[seat]
+
+
+class MCAgent:
+    """Determinized Monte-Carlo search (see the module docstring).
+
+    Args:
+        budget: playouts per decision, spread evenly over the candidate moves (at least
+            ``min_worlds`` sampled deals each).
+        min_worlds: the fewest sampled deals per decision.
+        margin: how much better (in mean round points) another move must score than the
+            expert's to be chosen instead.
+    """
+
+    name = "mc"
+    uses_view = True
+
+    def __init__(self, budget: int = 100, min_worlds: int = 8, margin: float = 0.05):
+        self.budget = int(budget)
+        self.min_worlds = int(min_worlds)
+        self.margin = float(margin)
+        self.knowledge = Knowledge()
+        self.rng = np.random.default_rng(0)
+        self._template: Game | None = None
+        self._rules_key = None
+
+    def reset(self, rules: dict, seat: int, seed: int | None = None) -> None:
+        self.knowledge.reset(rules, seat)
+        self.rng = np.random.default_rng(seed)
+        self._template = None
+
+    def _template_for(self, k: Knowledge) -> Game:
+        key = k.rules
+        if self._template is None or self._rules_key != key:
+            self._template = _world_template(make_rules(k.rules))
+            self._rules_key = key
+        return self._template
+
+    def candidates(self, k: Knowledge, legal: list[int]) -> list[int]:
+        """The moves worth searching: in a lead, whole groups and single cards only."""
+        if k.phase != PLAY or k.table is not None:
+            return legal
+        h = k.h
+        out = []
+        for a in legal:
+            r, cnt = (a - 1) // 4, (a - 1) % 4 + 1
+            if cnt == h[r] or cnt == 1:
+                out.append(a)
+        return out
+
+    def act(self, observation: dict, view: dict | None) -> int:
+        k = self.knowledge.update(view, observation)
+        legal = [int(a) for a in np.flatnonzero(observation["action_mask"])]
+        expert = decide(ctx_from_knowledge(k, DEFAULT))
+        if len(legal) == 1:
+            choice = legal[0]
+        else:
+            cands = self.candidates(k, legal)
+            if expert not in cands:
+                cands.append(expert)
+            choice = self.search(k, cands, expert) if len(cands) > 1 else cands[0]
+        k.note_action(choice)
+        return int(choice)
+
+    def search(self, k: Knowledge, cands: list[int], expert: int) -> int:
+        """The candidate with the best mean round points over sampled worlds."""
+        template = self._template_for(k)
+        worlds = max(self.min_worlds, self.budget // len(cands))
+        totals = dict.fromkeys(cands, 0.0)
+        seat = k.seat
+        for _ in range(worlds):
+            try:
+                hands, fd = k.sample(self.rng)
+            except SampleError:  # pragma: no cover - the true deal is always consistent
+                return expert
+            world = build_world(template, k, hands, fd)
+            for a in cands:
+                g = world.clone(keep_rng=False)
+                g.step(a)
+                totals[a] += playout(g, seat)
+        best = max(cands, key=lambda a: totals[a])
+        if best != expert and (totals[best] - totals[expert]) / worlds < self.margin:
+            return expert
+        return best

@@ -1,0 +1,159 @@
+"""Card counting and the sampler of hidden hands (agents.knowledge).
+
+The property: over random game states of every preset and table size, (1) the true deal is
+consistent with what the acting seat knows, and (2) every sampled deal is consistent with it
+too: the right number of cards per seat, no card the seat has seen, the cards it gave in the
+exchange still with their receiver, nothing above a forced giver's lowest given card, and no
+hand of top-rank cards only where that would already have been revealed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, strategies as st
+
+from agents.greedy import GreedyAgent
+from agents.knowledge import Knowledge
+from agents.mc import _world_template, build_world
+from agents.random_agent import RandomAgent
+from agents.runner import observation_of
+from arschloch_env.engine import Game
+from arschloch_env.observation import Encoder
+from arschloch_env.rules import PRESETS, make_rules
+from arschloch_env.view import public_view
+
+
+def card_ids(hand_masks) -> list[int]:
+    return [4 * r + s for r, m in enumerate(hand_masks) for s in range(4) if m >> s & 1]
+
+
+def truth(g: Game, k: Knowledge) -> tuple[dict[int, list[int]], list[int]]:
+    hands = {o: card_ids(g.hands[o]) for o in range(g.n) if o != k.seat and g.sizes[o]}
+    fd = [c for c in card_ids(g.face_down) if c not in k.laid_known]
+    return hands, fd
+
+
+def check_deal(k: Knowledge, hands, fd, exact: bool = True) -> None:
+    """The deal agrees with the knowledge (``exact=False``: suits of revealed top-rank cards
+    are unknown to the seat, so compare the unseen cards per rank)."""
+    if exact:
+        assert k.consistent(hands, fd) == []
+        return
+    dealt = [c for h in hands.values() for c in h] + list(fd)
+    assert k.deck.counts(dealt) == k.deck.counts(k.unseen)
+    seen = set(k.hand) | k.played | set(k.face_up)
+    assert not set(dealt) & seen
+    for s, h in hands.items():
+        assert len(h) == k.sizes[s]
+        assert k.forced.get(s, set()) <= set(h)
+        if s in k.caps:
+            assert all(c < k.caps[s] for c in h if c not in k.forced.get(s, set()))
+
+
+def run_game(preset: str, n: int, seed: int, steps: int, every: int = 1):
+    """Plays random/greedy moves, feeding every seat's Knowledge, and checks the knowledge of
+    the acting seat every ``every`` decisions; yields nothing, asserts."""
+    rules = make_rules(preset, num_players=n)
+    g = Game(rules, seed=seed, auto_pass=True)
+    enc = Encoder(g.R)
+    rng = np.random.default_rng(seed)
+    agents = [RandomAgent(seed + i) if i % 2 else GreedyAgent() for i in range(n)]
+    for i, a in enumerate(agents):
+        a.reset(rules.to_dict(), i, seed)
+    ks = [Knowledge() for _ in range(n)]
+    for i, k in enumerate(ks):
+        k.reset(rules.to_dict(), i)
+    checked = 0
+    for step in range(steps):
+        if g.is_over:
+            break
+        s = g.current
+        obs, view = observation_of(g, enc, s), public_view(g, s)
+        k = ks[s].update(view, obs)
+        if step % every == 0:
+            hands, fd = truth(g, k)
+            exact = k.revealed_count == 0
+            check_deal(k, hands, fd, exact)
+            for _ in range(2):
+                sh, sfd = k.sample(rng)
+                assert k.consistent(sh, sfd) == []
+                world = build_world(_world_template(rules), k, sh, sfd)
+                assert world.legal_actions() == g.legal_actions()
+                assert world.sizes == g.sizes and world.top_alive == g.top_alive
+            checked += 1
+        a = agents[s].act(obs, view)
+        k.note_action(a)
+        g.step(a)
+    return checked
+
+
+@given(preset=st.sampled_from(sorted(PRESETS)), n=st.integers(3, 6),
+       seed=st.integers(0, 10 ** 6), steps=st.integers(1, 250))
+def test_true_deal_and_samples_are_consistent(preset, n, seed, steps):
+    run_game(preset, n, seed, steps, every=3)
+
+
+def test_every_preset_whole_matches():
+    for preset in PRESETS:
+        for n in (3, 4, 5, 6):
+            assert run_game(preset, n, seed=n, steps=10 ** 6, every=11) > 0
+
+
+def _until(g: Game, enc, agents, pred):
+    while not g.is_over and not pred(g):
+        s = g.current
+        g.step(agents[s].act(observation_of(g, enc, s), None))
+
+
+def test_exchange_knowledge_president_and_arschloch():
+    rules = make_rules("culo", num_players=4)
+    g = Game(rules, seed=3, auto_pass=True)
+    enc = Encoder(g.R)
+    agents = [GreedyAgent() for _ in range(4)]
+    _until(g, enc, agents, lambda g: g.round == 2 and g.phase == "play")
+    pres, culo = g.seat_with_place(1), g.seat_with_place(4)
+    kp = Knowledge()
+    kp.reset(rules, pres)
+    kp.update(public_view(g, pres), observation_of(g, enc, pres))
+    got = card_ids(g.received[pres])
+    assert kp.caps[culo] == min(got)
+    returned = set(card_ids(g.given[pres]))
+    assert kp.forced[culo] == returned
+    # The Arschloch holds nothing above the lowest card it gave, besides what it got back.
+    assert all(c < min(got) for c in card_ids(g.hands[culo]) if c not in returned)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        hands, fd = kp.sample(rng)
+        assert returned <= set(hands[culo])
+        assert all(c < min(got) for c in hands[culo] if c not in returned)
+    ka = Knowledge()
+    ka.reset(rules, culo)
+    ka.update(public_view(g, culo), observation_of(g, enc, culo))
+    assert ka.forced[pres] == set(got) - set(ka.hand)
+    for _ in range(20):
+        hands, fd = ka.sample(rng)
+        assert set(got) - set(ka.hand) <= set(hands[pres])
+
+
+def test_swap_memory_lay_is_face_down():
+    # culo with 3 players: 2 cards left over; from round 2 the 3rd place takes one and lays one.
+    rules = make_rules("culo", num_players=3)
+    g = Game(rules, seed=1, auto_pass=True)
+    enc = Encoder(g.R)
+    agents = [GreedyAgent() for _ in range(3)]
+    _until(g, enc, agents, lambda g: g.phase == "take")
+    s = g.current
+    k = Knowledge()
+    k.reset(rules, s)
+    for _ in range(2):  # take, then lay
+        obs, view = observation_of(g, enc, s), public_view(g, s)
+        k.update(view, obs)
+        a = agents[s].act(obs, view)
+        k.note_action(a)
+        g.step(a)
+    k.update(public_view(g, s), observation_of(g, enc, s))
+    laid = set(card_ids(g.face_down)) & set(card_ids(g.given[s]))
+    assert k.laid_known == laid and len(laid) == 1
+    assert not laid & set(k.unseen)
+    hands, fd = truth(g, k)
+    assert k.consistent(hands, fd) == []
