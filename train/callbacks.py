@@ -3,9 +3,10 @@ TensorBoard scalars and the progress bar.
 
 TensorBoard tags (stable): SB3's own ``rollout/``, ``train/``, ``time/``; ours
 ``charts/samples_per_s``, ``charts/illegal_actions`` (attempted illegal actions: must stay 0,
-masking makes them impossible), ``league/<kind>`` (share of opponent seats),
-``league/snapshots`` and ``eval/vs_<field>/{rank_points,ci_low,ci_high,president_rate,
-arschloch_rate}``; the config and rules as text.
+masking makes them impossible), ``league/share/<kind>`` (share of opponent seats),
+``league/pool_size`` (frozen snapshots in the pool) and
+``eval/vs_<field>/{rank_points,ci_low,ci_high,president_rate,arschloch_rate}``; the config
+and rules as text.
 """
 
 from __future__ import annotations
@@ -77,9 +78,9 @@ class TrainingLoop(BaseCallback):
             self.logger.record("charts/samples_per_s", (steps - s0) / (now - t0))
         self._clock = (now, steps)
         self.logger.record("charts/illegal_actions", self.illegal)
-        self.logger.record("league/snapshots", len(self.league.snapshots))
+        self.logger.record("league/pool_size", len(self.league.snapshots))
         for kind, share in _mix(self.cfg).items():
-            self.logger.record(f"league/{kind}", share)
+            self.logger.record(f"league/share/{kind}", share)
         if self.next_eval is not None and steps >= self.next_eval:
             self.evaluate(steps)
             self.next_eval = _next_multiple(steps, self.cfg.eval.every)
