@@ -206,6 +206,7 @@ EXTERNAL = {
     "play": "agents.human:add_parser",
     "train": "train.cli:add_train_parser",
     "export": "train.cli:add_export_parser",
+    "curves": "train.cli:add_curves_parser",
 }
 
 

@@ -25,11 +25,29 @@ def add_train_parser(sub) -> None:
 def add_export_parser(sub) -> None:
     p = sub.add_parser("export", help="export a trained bot as an ONNX bundle")
     p.add_argument("source", metavar="RUN_DIR_OR_CHECKPOINT",
-                   help="a run directory (its best checkpoint, else the last) or a .zip")
+                   help="a run directory (its best checkpoint, else the last) or a "
+                        "checkpoint (.zip of algo ppo, .pt of algo ppo-vec)")
     p.add_argument("--out", required=True, metavar="DIR", help="bundle directory, e.g. bots/NAME")
     p.add_argument("--name", help="the bot's name (default: the --out directory's name)")
     p.add_argument("--torchscript", action="store_true", help="also write a TorchScript file")
     p.set_defaults(func=_cmd_export)
+
+
+def add_curves_parser(sub) -> None:
+    p = sub.add_parser("curves", help="draw a run's learning curves (PNG) from its TensorBoard logs")
+    p.add_argument("run_dir", metavar="RUN_DIR")
+    p.add_argument("--out", required=True, metavar="FILE.png")
+    p.set_defaults(func=_cmd_curves)
+
+
+def _cmd_curves(args: argparse.Namespace) -> int:
+    from train.curves import plot_learning_curves
+    try:
+        out = plot_learning_curves(args.run_dir, args.out)
+    except FileNotFoundError as exc:
+        raise CliError(str(exc)) from None
+    print(f"learning curves written to {out}")
+    return 0
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -56,45 +74,62 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+CHECKPOINT_SUFFIXES = (".zip", ".pt")
+"""``.zip``: an SB3 model (``algo: ppo``); ``.pt``: a ppo-vec state dict (``algo: ppo-vec``)."""
+
+
 def resolve_checkpoint(source: Path) -> tuple[Path, dict]:
-    """The checkpoint .zip to export from a run directory or a checkpoint path, with its meta."""
+    """The checkpoint to export from a run directory or a checkpoint path, with its meta."""
     if source.is_dir():
-        best = source / "checkpoints" / "best.zip"
-        if best.is_file():
-            source = best
+        best = [source / "checkpoints" / f"best{s}" for s in CHECKPOINT_SUFFIXES]
+        best = [b for b in best if b.is_file()]
+        if best:
+            source = best[0]
         elif (source / "latest.json").is_file():
             source = source / json.loads((source / "latest.json").read_text())["checkpoint"]
         else:
-            raise CliError(f"{source} holds no checkpoint (neither checkpoints/best.zip nor "
-                           f"latest.json)")
-    if source.suffix != ".zip" or not source.is_file():
-        raise CliError(f"{source}: not a checkpoint (.zip) or run directory")
+            raise CliError(f"{source} holds no checkpoint (neither checkpoints/best.zip, "
+                           f"checkpoints/best.pt nor latest.json)")
+    if source.suffix not in CHECKPOINT_SUFFIXES or not source.is_file():
+        raise CliError(f"{source}: not a checkpoint (.zip or .pt) or run directory")
     meta_path = source.with_suffix(".json")
     meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
     return source, meta
 
 
-def _cmd_export(args: argparse.Namespace) -> int:
+def checkpoint_policy(checkpoint: Path):
+    """The actor of a checkpoint as a numpy MLP: SB3 zips and ppo-vec state dicts."""
+    if checkpoint.suffix == ".pt":
+        from train.ppo_vec_io import checkpoint_mlp
+        try:
+            return checkpoint_mlp(checkpoint)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
     from sb3_contrib import MaskablePPO
 
-    from train.export import policy_mlp, torchscript_policy, write_bundle
-
-    checkpoint, meta = resolve_checkpoint(Path(args.source))
+    from train.export import policy_mlp
     try:
         model = MaskablePPO.load(str(checkpoint), device="cpu")
     except Exception as exc:  # noqa: BLE001 - a damaged zip raises many kinds of errors
         raise CliError(f"{checkpoint}: cannot be loaded ({exc})") from None
-    mlp = policy_mlp(model)
+    return policy_mlp(model)
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from train.export import torchscript_policy, write_bundle
+
+    checkpoint, meta = resolve_checkpoint(Path(args.source))
+    mlp = checkpoint_policy(checkpoint)
     cfg = meta.get("config", {})
     rules = meta.get("rules")
     if rules is None:
         raise CliError(f"{checkpoint}: its metadata ({checkpoint.with_suffix('.json').name}) "
                        f"is missing; export needs the rules it was trained with")
     evaluations = meta.get("evaluations", [])
-    training = {"steps": meta.get("steps"), "seed": meta.get("seed"),
-                "code_version": meta.get("code_version"), "config": cfg,
-                "checkpoint": str(checkpoint), "evaluation": evaluations[-1] if evaluations
-                else None}
+    training = {"algo": meta.get("algo", cfg.get("algo", "ppo")), "steps": meta.get("steps"),
+                "seed": meta.get("seed"), "code_version": meta.get("code_version"),
+                "config": cfg, "checkpoint": str(checkpoint),
+                "evaluation": evaluations[-1] if evaluations else None}
     out = write_bundle(args.out, mlp, rules, presets=[rules["preset"]],
                        players=cfg.get("players", [rules["num_players"]]),
                        name=args.name or Path(args.out).name, training=training,

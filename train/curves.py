@@ -1,0 +1,65 @@
+"""Learning curves of a run, read from its TensorBoard logs and drawn as one PNG."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PANELS = (
+    ("rollout/ep_rew_mean", "match return of the learner (rollout/ep_rew_mean)"),
+    ("eval/vs_", "rank points per round vs fixed fields (eval/vs_*), 95% CI"),
+)
+
+
+def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar of the run's TensorBoard logs, as (step, value) lists, steps ascending."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out: dict[str, list[tuple[int, float]]] = {}
+    logs = sorted(p for p in (Path(run_dir) / "tb").glob("*") if p.is_dir())
+    if not logs:
+        raise FileNotFoundError(f"{run_dir}: no TensorBoard logs under tb/")
+    for log in logs:
+        acc = EventAccumulator(str(log), size_guidance={"scalars": 0})
+        acc.Reload()
+        for tag in acc.Tags()["scalars"]:
+            out.setdefault(tag, []).extend((e.step, e.value) for e in acc.Scalars(tag))
+    return {tag: sorted(v) for tag, v in out.items()}
+
+
+def plot_learning_curves(run_dir: str | Path, out: str | Path, title: str | None = None) -> Path:
+    """Two panels: the learner's match return, and the evaluation against each field with its
+    confidence band. Written atomically."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scalars = read_scalars(run_dir)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    if "rollout/ep_rew_mean" in scalars:
+        steps, values = zip(*scalars["rollout/ep_rew_mean"])
+        top.plot(steps, values, lw=1)
+    top.set_title(PANELS[0][1], fontsize=10)
+    fields = sorted({t.split("/")[1][3:] for t in scalars if t.startswith("eval/vs_")})
+    for name in fields:
+        base = f"eval/vs_{name}/"
+        if base + "rank_points" not in scalars:
+            continue
+        steps, mean = zip(*scalars[base + "rank_points"])
+        line, = bottom.plot(steps, mean, marker="o", label=f"vs 3x {name}")
+        if base + "ci_low" in scalars and base + "ci_high" in scalars:
+            _, low = zip(*scalars[base + "ci_low"])
+            _, high = zip(*scalars[base + "ci_high"])
+            bottom.fill_between(steps, low, high, alpha=0.2, color=line.get_color())
+    bottom.axhline(1.5, color="grey", lw=0.8, ls="--", label="par (4 players)")
+    bottom.set_title(PANELS[1][1], fontsize=10)
+    bottom.set_xlabel("learner steps")
+    bottom.legend()
+    fig.suptitle(title or Path(run_dir).name)
+    fig.tight_layout()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".part.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    tmp.replace(out)
+    return out
