@@ -1,9 +1,16 @@
 """Samples per second of the training loop (collect + update), end to end.
 
-Builds the envs and the model of a config exactly as ``arschloch train`` does and times
-``model.learn`` over a fixed number of learner steps (no evaluation, no checkpoints).
+Builds the trainer of a config exactly as ``arschloch train`` does and times it over a fixed
+number of learner steps (no evaluation, no checkpoints):
+
+* ``algo: ppo``: the envs and MaskablePPO model, timing ``model.learn``;
+* ``algo: ppo-vec``: the batched tables and networks of :mod:`train.ppo_vec`, timing whole
+  iterations (rollout + GAE + update), with the split between collecting and updating;
+  ``--profile`` prints the top of a cProfile of the timed iterations.
 
     python bench/train_throughput.py [--config configs/ppo_culo_4p.yaml] [--steps 20000]
+    taskset -c 0,1 python bench/train_throughput.py --config configs/ppo_vec_culo.yaml \\
+        --steps 500000
 """
 
 from __future__ import annotations
@@ -14,22 +21,14 @@ import time
 from pathlib import Path
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="configs/ppo_culo_4p.yaml")
-    parser.add_argument("--steps", type=int, default=20_000)
-    parser.add_argument("--set", action="append", default=[], dest="overrides")
-    args = parser.parse_args()
-
+def bench_sb3(cfg, args) -> None:
     import torch
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    from train.config import load_config
     from train.export import policy_mlp
     from train.league import League
     from train.sb3_trainer import make_env, make_model
 
-    cfg = load_config(args.config, args.overrides)
     torch.set_num_threads(cfg.torch_threads)
     with tempfile.TemporaryDirectory() as tmp:
         league_dir = Path(tmp) / "league"
@@ -48,6 +47,86 @@ def main() -> None:
     print(f"{args.config}: {cfg.n_envs} env processes, MLP {net}, opponents {cfg.league.mix}")
     print(f"{args.steps} learner steps in {elapsed:.1f} s: {args.steps / elapsed:,.0f} "
           f"samples/s (collect + update)")
+
+
+def bench_vec(cfg, args) -> None:
+    from train import ppo_vec
+    ppo_vec.passive_openmp(cfg)  # before torch loads
+
+    import numpy as np
+    import torch
+    from train.league import League
+    from train.ppo_vec_io import actor_mlp
+
+    with tempfile.TemporaryDirectory() as tmp:
+        league = League(Path(tmp) / "league", cfg.league.max_snapshots)
+        tables, nets, opt, buf, pool, gen, device = ppo_vec.setup(cfg, league, 0)
+        # a long run's pool is full: max_snapshots snapshots, each its own inference group
+        for k in range(args.snapshots if args.snapshots is not None
+                       else cfg.league.max_snapshots):
+            league.add_snapshot(actor_mlp(nets.actor, nets.activation), k)
+        pool.refresh()
+        for table in tables:  # seat the league's snapshot from the start
+            table.seat_games(np.arange(table.B))
+        ppo_vec.iteration(tables, nets, opt, buf, cfg, gen, device)  # warm-up
+        collect = update = 0.0
+        steps, rows, start = 0, 0, time.perf_counter()
+        profiler = None
+        if args.profile:
+            import cProfile
+            profiler = cProfile.Profile()
+            profiler.enable()
+        while steps < args.steps:
+            t0 = time.perf_counter()
+            torch.set_num_threads(cfg.vec.collect_threads)
+            stats = ppo_vec.collect_rollout(tables, nets, buf, gen, device)
+            torch.set_num_threads(cfg.torch_threads)
+            t1 = time.perf_counter()
+            adv, valid = ppo_vec.compute_advantages(
+                buf.seat, buf.trained, buf.rewards, buf.done, buf.value, buf.end_seat,
+                buf.end_value, cfg.ppo.gamma, cfg.ppo.gae_lambda)
+            ppo_vec.ppo_update(nets, opt, buf, adv, valid, cfg, gen, device)
+            t2 = time.perf_counter()
+            collect, update = collect + t1 - t0, update + t2 - t1
+            steps += int(valid.sum())
+            rows += buf.seat.size
+            assert stats["illegal"] == 0
+        elapsed = time.perf_counter() - start
+        if profiler is not None:
+            import pstats
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+        for table in tables:
+            table.vg.close()
+    net = "x".join(map(str, cfg.ppo.net_arch))
+    print(f"{args.config}: ppo-vec, {cfg.vec.num_games} games x {cfg.vec.rollout_steps} steps "
+          f"per rollout, players {cfg.players}, MLP {net} ({cfg.ppo.activation}), critic on "
+          f"{'state' if cfg.vec.critic_state else 'observation'}, {cfg.ppo.n_epochs} epochs x "
+          f"{cfg.vec.minibatches} minibatches, torch threads {cfg.torch_threads}, "
+          f"opponents {cfg.vec.mix}, {len(pool.active)} snapshots")
+    print(f"{steps} learner samples ({rows} decisions) in {elapsed:.1f} s: "
+          f"{steps / elapsed:,.0f} samples/s (collect + update); collect {collect:.1f} s "
+          f"({rows / collect:,.0f} decisions/s), update {update:.1f} s "
+          f"({steps * cfg.ppo.n_epochs / update:,.0f} sample-epochs/s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="configs/ppo_culo_4p.yaml")
+    parser.add_argument("--steps", type=int, default=20_000)
+    parser.add_argument("--set", action="append", default=[], dest="overrides")
+    parser.add_argument("--profile", action="store_true", help="cProfile (ppo-vec only)")
+    parser.add_argument("--snapshots", type=int, help="ppo-vec: snapshots in the league "
+                        "(default: league.max_snapshots, a long run's full pool)")
+    args = parser.parse_args()
+
+    from train.config import load_config
+
+    cfg = load_config(args.config, args.overrides)
+    if cfg.algo == "ppo-vec":
+        bench_vec(cfg, args)
+    else:
+        bench_sb3(cfg, args)
 
 
 if __name__ == "__main__":

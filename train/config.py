@@ -68,11 +68,48 @@ class EvalConfig:
 
 
 @dataclass
+class VecConfig:
+    """``algo: ppo-vec`` (train/ppo_vec.py): PPO on the batched engine. The network, the
+    optimiser and the PPO coefficients come from ``ppo`` (``ppo.n_steps`` and
+    ``ppo.batch_size`` are replaced by ``rollout_steps`` and ``minibatches``), the snapshot
+    schedule from ``league`` (``league.mix`` by ``mix``), torch's threads and device from
+    the top-level ``torch_threads`` and ``device``."""
+
+    num_games: int = 1024
+    """B: games stepped together, split evenly over ``players`` (one VectorGame each)."""
+    rollout_steps: int = 64
+    """T: vector steps per rollout, at least twice the table size. A rollout holds about
+    ``num_games * rollout_steps *`` (share of trained seats) samples, less one per trained
+    seat and game whose last move's outcome is not known yet (see train/ppo_vec.py)."""
+    minibatches: int = 4
+    """Minibatches per epoch of the update (their size follows from the rollout)."""
+    critic_state: bool = False
+    """The critic sees the full-information state (every hand); the actor never does."""
+    mix: dict[str, float] = field(default_factory=lambda: {
+        "current": 0.5, "snapshots": 0.44, "greedy": 0.03, "expert": 0.03})
+    """Share of each controller kind per opponent seat: ``current`` (the learner itself,
+    also trained on), ``snapshots`` (frozen league snapshots; ``current`` while there are
+    none), ``random`` (batched) and any agent spec (greedy, expert, a bundle ...). Agent
+    seats are grouped into whole games, so their summed share is also the share of games
+    that run at Python speed: keep it small."""
+    engine_threads: int = 1
+    """Numba threads of the VectorGames (1: the calling thread)."""
+    collect_threads: int = 1
+    """Torch threads while collecting (the update uses ``torch_threads``). With more than
+    one thread in either, the trainer sets ``OMP_WAIT_POLICY=PASSIVE`` (unless set): spinning
+    OpenMP threads on cores shared with other busy processes slow torch down many times."""
+    debug: bool = False
+    """Check the mirror reference game of every game with an agent seat against the vector
+    engine after every step (observation, mask, seat to act, match end)."""
+
+
+@dataclass
 class TrainConfig:
     """One training run; see configs/*.yaml."""
 
     algo: str = "ppo"
-    """``ppo``: sb3-contrib MaskablePPO on the single-seat Gymnasium env."""
+    """``ppo``: sb3-contrib MaskablePPO on the single-seat Gymnasium env; ``ppo-vec``: PPO on
+    the batched engine (train/ppo_vec.py, configured by ``vec``)."""
     rules: str = "culo"
     """Preset name or rules file."""
     rules_overrides: dict[str, Any] = field(default_factory=dict)
@@ -92,6 +129,7 @@ class TrainConfig:
     ppo: PPOConfig = field(default_factory=PPOConfig)
     league: LeagueConfig = field(default_factory=LeagueConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    vec: VecConfig = field(default_factory=VecConfig)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -203,11 +241,32 @@ def validate(cfg: TrainConfig) -> None:
     mix = cfg.league.mix
     if not mix or any(w < 0 for w in mix.values()) or sum(mix.values()) <= 0:
         raise ConfigError(f"league.mix: {mix} needs non-negative shares with a positive sum")
+    v = cfg.vec
+    for name in ("num_games", "rollout_steps", "minibatches", "engine_threads",
+                 "collect_threads"):
+        if getattr(v, name) < 1:
+            raise ConfigError(f"vec.{name}: must be at least 1, got {getattr(v, name)}")
+    if v.rollout_steps < 2 * max(cfg.players):
+        raise ConfigError(f"vec.rollout_steps: {v.rollout_steps} is too short for tables of "
+                          f"{max(cfg.players)}; at least {2 * max(cfg.players)} (a seat's last "
+                          f"move of a rollout is not trained on; 64 is a good value)")
+    if v.num_games < len(cfg.players):
+        raise ConfigError(f"vec.num_games: {v.num_games} is fewer than one game per table "
+                          f"size of players {cfg.players}")
+    if not v.mix or any(w < 0 for w in v.mix.values()) or sum(v.mix.values()) <= 0:
+        raise ConfigError(f"vec.mix: {v.mix} needs non-negative shares with a positive sum")
+    if cfg.algo == "ppo-vec":
+        from arschloch_env.rules import make_rules as _rules
+        decks = {tuple(_rules(cfg.rules, n, **cfg.rules_overrides).rank_order)
+                 for n in cfg.players}
+        if len(decks) > 1:
+            raise ConfigError(f"players: {cfg.players} play different decks; one policy "
+                              f"needs one deck (one observation size)")
     if cfg.eval.best_by not in cfg.eval.opponents:
         raise ConfigError(f"eval.best_by: {cfg.eval.best_by!r} is not one of eval.opponents "
                           f"{cfg.eval.opponents}")
 
 
-ALGOS = ("ppo",)
-__all__ = ["ConfigError", "EvalConfig", "LeagueConfig", "PPOConfig", "TrainConfig",
-           "apply_override", "config_from_dict", "load_config"]
+ALGOS = ("ppo", "ppo-vec")
+__all__ = ["ALGOS", "ConfigError", "EvalConfig", "LeagueConfig", "PPOConfig", "TrainConfig",
+           "VecConfig", "apply_override", "config_from_dict", "load_config"]

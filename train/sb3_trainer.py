@@ -125,7 +125,11 @@ def load_run_config(run_dir: Path) -> TrainConfig:
 
 def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
           progress: bool = True) -> Path:
-    """Trains per ``cfg`` into ``run_dir`` and returns the final checkpoint's path."""
+    """Trains per ``cfg`` into ``run_dir`` and returns the final checkpoint's path
+    (``algo: ppo-vec`` runs :func:`train.ppo_vec.train`)."""
+    if cfg.algo == "ppo-vec":
+        from train import ppo_vec
+        return ppo_vec.train(cfg, run_dir, resume=resume, progress=progress)
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv

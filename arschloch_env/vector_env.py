@@ -1,0 +1,202 @@
+"""A Stable-Baselines3 ``VecEnv`` on the batched engine: one learner seat in each of B games.
+
+| | |
+|---|---|
+| Import | `from arschloch_env.vector_env import ArschlochVecEnv` |
+| Envs | `num_envs` games of one :class:`~arschloch_env.vector.VectorGame` |
+| Observation | float32 (297,) or (407,), the AEC observation vector of the learner's seat |
+| Action | Discrete(1 + 6R); `env_method("action_masks")` / `get_action_masks(env)` give the masks |
+| Reward | the learner's round-end rewards (`"place"` or `"points"`), as the AEC env |
+| Episode | one match; the game restarts by itself (SB3's auto-reset) |
+
+```python
+from sb3_contrib import MaskablePPO
+env = ArschlochVecEnv("culo", num_players=4, num_envs=256, seed=0)
+MaskablePPO("MlpPolicy", env, n_steps=64).learn(100_000)
+```
+
+The learner holds ``seat`` in every game, or with ``seat=None`` a seat drawn per match and
+game. The other seats are played by ``opponent``: ``"random"`` (uniform legal moves, drawn in
+the kernels) or a callable ``opponent(obs, mask) -> actions`` on batches (float32 [k, D], int8
+[k, A] -> ints [k]) of the games where an opponent is to act, e.g. a frozen policy. Forced
+passes are applied by the engine, so every observation returned is a real decision.
+
+A step applies the learner's actions, then lets the opponents move in every game until the
+learner is to act again. ``rewards[i]`` sums the learner's rewards in between. When game
+``i``'s match ends, ``dones[i]`` is true, ``infos[i]`` holds ``terminal_observation`` (the
+learner's last observation of the match: the engine moves on to the next match at once, so
+there is no later one), ``totals``, ``winners`` and ``seat``; the returned observation is the
+learner's first decision of the next match, and rewards that fall in the next match before it
+are paid with the next step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.vec_env import VecEnv
+
+from arschloch_env.arschloch import observation_bounds
+from arschloch_env.observation import Encoder
+from arschloch_env.rules import Rules
+from arschloch_env.vector import VectorGame
+
+Opponent = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+class ArschlochVecEnv(VecEnv):
+    """Args:
+        rules, num_players, **overrides: the rules (see :class:`VectorGame`).
+        num_envs: games stepped together.
+        seed: seeds the games (as ``VectorGame``) and the seat draws.
+        seat: the learner's seat in every game, or ``None`` for a seat drawn per match.
+        opponent: ``"random"`` or a batched callable ``(obs, mask) -> actions``.
+        reward: ``"place"`` or ``"points"``.
+        threads, record_path, record_games: passed to :class:`VectorGame`.
+    """
+
+    metadata = {"render_modes": []}
+    render_mode = None
+
+    def __init__(self, rules: Rules | str | dict = "culo", num_players: int | None = None,
+                 num_envs: int = 64, seed: int | None = 0, seat: int | None = None,
+                 opponent: str | Opponent = "random", reward: str = "place", threads: int = 1,
+                 record_path: str | None = None, record_games: Sequence[int] = (),
+                 **overrides: Any):
+        self.game = VectorGame(rules, num_players, num_envs, seed=seed, record_path=record_path,
+                               record_games=record_games, reward=reward, threads=threads,
+                               **overrides)
+        n = self.game.n
+        if seat is not None and not (isinstance(seat, int) and 0 <= seat < n):
+            raise ValueError(f"seat {seat!r} is not a seat of a {n}-player table (0..{n - 1} "
+                             f"or None for a seat drawn per match)")
+        if not (opponent == "random" or callable(opponent)):
+            raise ValueError(f"opponent {opponent!r}: expected 'random' or a callable "
+                             f"(obs, mask) -> actions")
+        self.rules = self.game.rules
+        self.fixed_seat = seat
+        self.opponent = opponent
+        self._seat_rng = np.random.default_rng(seed)
+        self._next_seed = None
+        self._actions: np.ndarray | None = None
+        low, high = observation_bounds(Encoder(self.game.R), self.rules)
+        super().__init__(num_envs, spaces.Box(low=low, high=high, dtype=np.float32),
+                         spaces.Discrete(self.game.num_actions))
+        self.seats = np.zeros(num_envs, np.int64)
+        self._carry = np.zeros(num_envs, np.float32)
+        self._rows = np.arange(num_envs)
+
+    # -- VecEnv API ---------------------------------------------------------------------------
+
+    def reset(self) -> np.ndarray:
+        seed, self._next_seed = self._next_seed, None
+        if seed is not None:
+            self._seat_rng = np.random.default_rng(seed)
+        obs, mask = self.game.reset(seed=seed)
+        self.seats = self._draw_seats(self.num_envs)
+        self._carry[:] = 0.0
+        # rewards before the learner's first decision belong to its first step
+        ended = np.ones(self.num_envs, bool)
+        episode = np.zeros(self.num_envs, np.float32)
+        obs, mask = self._play_opponents(obs, mask, ended, None, episode, None)
+        self._obs, self._mask = obs, mask
+        self.reset_infos = [{"seat": int(s)} for s in self.seats]
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions).reshape(self.num_envs)
+
+    def step_wait(self):
+        if self._actions is None:
+            raise RuntimeError("call step_async() before step_wait()")
+        actions, self._actions = self._actions, None
+        last_obs = self._obs
+        episode = self._carry.copy()
+        self._carry[:] = 0.0
+        ended = np.zeros(self.num_envs, bool)
+        infos: list[dict] = [{} for _ in range(self.num_envs)]
+        obs, mask, rew, done = self.game.step(actions)
+        episode += rew[self._rows, self.seats]
+        self._ended(done, ended, infos, last_obs)
+        obs, mask = self._play_opponents(obs, mask, ended, infos, episode, last_obs)
+        self._obs, self._mask = obs, mask
+        return obs, episode, ended, infos
+
+    def close(self) -> None:
+        self.game.close()
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        """The seed of the next :meth:`reset` (games and seat draws)."""
+        self._next_seed = seed
+        return [seed] * self.num_envs
+
+    def action_masks(self) -> np.ndarray:
+        """bool [num_envs, A]: the learner's legal actions in every game."""
+        return self._mask.astype(bool)
+
+    def get_attr(self, attr_name: str, indices=None) -> list[Any]:
+        value = getattr(self, attr_name)
+        return [value for _ in self._indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
+        setattr(self, attr_name, value)
+
+    def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs):
+        idx = self._indices(indices)
+        if method_name == "action_masks":
+            masks = self.action_masks()
+            return [masks[i] for i in idx]
+        method = getattr(self, method_name)
+        return [method(*method_args, **method_kwargs) for _ in idx]
+
+    def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
+        return [False for _ in self._indices(indices)]
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _indices(self, indices) -> list[int]:
+        if indices is None:
+            return list(range(self.num_envs))
+        if isinstance(indices, int):
+            return [indices]
+        return list(indices)
+
+    def _draw_seats(self, k: int) -> np.ndarray:
+        if self.fixed_seat is not None:
+            return np.full(k, self.fixed_seat, np.int64)
+        return self._seat_rng.integers(self.game.n, size=k)
+
+    def _ended(self, done, ended, infos, last_obs) -> None:
+        """Matches that just ended: episode ends, infos, the next match's seat."""
+        if not done.any():
+            return
+        g = self.game
+        idx = np.flatnonzero(done)
+        for i in idx:
+            if infos is not None and not ended[i]:
+                infos[i].update(terminal_observation=last_obs[i], seat=int(self.seats[i]),
+                                totals=g.last_totals[i].tolist(),
+                                winners=np.flatnonzero(g.last_winners[i]).tolist())
+            ended[i] = True
+        self.seats[idx] = self._draw_seats(len(idx))
+
+    def _play_opponents(self, obs, mask, ended, infos, episode, last_obs):
+        """Opponent moves until the learner is to act in every game. The learner's rewards
+        go to ``episode`` until its match ended (``ended``), after that to the next step."""
+        g = self.game
+        while True:
+            waiting = g.current_seat != self.seats
+            if not waiting.any():
+                return obs, mask
+            if self.opponent == "random":
+                actions = g.sample_actions()
+            else:
+                actions = np.zeros(self.num_envs, np.int64)
+                actions[waiting] = np.asarray(self.opponent(obs[waiting], mask[waiting]))
+            obs, mask, rew, done = g.step(actions, where=waiting)
+            r = rew[self._rows, self.seats]
+            episode += np.where(ended, 0.0, r).astype(np.float32)
+            self._carry += np.where(ended, r, 0.0).astype(np.float32)
+            self._ended(done, ended, infos, last_obs)

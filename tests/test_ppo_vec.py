@@ -1,0 +1,311 @@
+"""The batched-engine trainer (``algo: ppo-vec``): GAE by hand, learning, resume, export.
+
+The learning test trains a small ppo-vec run (256 games, 60k learner samples: well under a
+minute on 2 cores once the engine's kernels are compiled and cached) and then needs the bot
+to beat three random players in the duplicate evaluation of ``train/evaluate.py``: the 95% CI
+of its rank points per round above par ((n-1)/2, what any seat averages when all play alike)
+must exclude zero. Random play is the zero-skill reference and duplicate deals cancel card
+luck, so a positive lower bound means the run learned to play better than chance. The run
+also seats greedy and expert bots (mirror reference games, checked move by move with
+``vec.debug``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from train.config import ConfigError, load_config
+from train.ppo_vec import compute_advantages
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = sorted((ROOT / "configs").glob("ppo_vec_*.yaml"))
+SMALL = [
+    "total_steps=60000", "checkpoint_every=30000", "torch_threads=1", "vec.collect_threads=1",
+    "ppo.learning_rate=0.001", "ppo.n_epochs=4", "ppo.gamma=0.99", "ppo.net_arch=[64,64]",
+    "league.snapshot_every=15000", "league.max_snapshots=10",
+    "vec.num_games=256", "vec.rollout_steps=32", "vec.debug=true",
+    "vec.mix={current: 0.4, snapshots: 0.2, random: 0.3, greedy: 0.05, expert: 0.05}",
+    "eval.every=0", "eval.deals=150", "eval.opponents=[random]", "eval.best_by=random",
+]
+
+
+def cli(*args, timeout=600, **kw):
+    return subprocess.run([sys.executable, "-m", "arschloch_env.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT, **kw)
+
+
+def train_args(run: Path, *extra: str) -> list[str]:
+    out = ["train", "--config", str(CONFIGS[0]), "--run-dir", str(run), "--no-progress"]
+    for item in [*SMALL, *extra]:
+        out += ["--set", item]
+    return out
+
+
+def latest_meta(run: Path) -> dict:
+    return json.loads((run / json.loads((run / "latest.json").read_text())["meta"]).read_text())
+
+
+# -- GAE by hand ------------------------------------------------------------------------------
+
+GAMMA, LAM = 0.9, 0.5
+# One game, three seats. Seat 1 is a frozen opponent (not trained). Seat 2's move ends a
+# round (rewards arrive for every seat on it), seat 1's move at t=4 ends the match.
+#
+#   t  seat  trained  value  rewards after the step  done
+#   0   0     yes     0.5     0  0  0
+#   1   1     no      -       0  0  0
+#   2   2     yes     0.2     1  0 -1               round end
+#   3   0     yes     0.4     0  0  0
+#   4   1     no      -      -1  1  0               match end
+#   5   2     yes     0.3     0  0  0               (next match)
+#   6   0     yes     0.6     0  0  0
+SEAT = [0, 1, 2, 0, 1, 2, 0]
+TRAINED = [1, 0, 1, 1, 0, 1, 1]
+VALUE = [0.5, 0.0, 0.2, 0.4, 0.0, 0.3, 0.6]
+REWARDS = [[0, 0, 0], [0, 0, 0], [1, 0, -1], [0, 0, 0], [-1, 1, 0], [0, 0, 0], [0, 0, 0]]
+DONE = [0, 0, 0, 0, 1, 0, 0]
+
+
+def _trajectory(games: int = 1, rotate: int = 0):
+    """The table above for ``games`` games; game g has every seat moved on by g*rotate."""
+    T = len(SEAT)
+    seat = np.zeros((T, games), np.int64)
+    rewards = np.zeros((T, games, 6), np.float32)
+    for g in range(games):
+        shift = g * rotate
+        seat[:, g] = (np.array(SEAT) + shift) % 3
+        rewards[:, g, :3] = np.roll(np.array(REWARDS, np.float32), shift, axis=1)
+    rep = lambda x, dt: np.repeat(np.array(x, dt)[:, None], games, axis=1)  # noqa: E731
+    return seat, rep(TRAINED, bool), rewards, rep(DONE, bool), rep(VALUE, np.float32)
+
+
+def test_gae_by_hand():
+    seat, trained, rewards, done, values = _trajectory()
+    adv, valid = compute_advantages(seat, trained, rewards, done, values,
+                                    end_seat=np.array([-1]), end_value=np.zeros(1), gamma=GAMMA,
+                                    lam=LAM)
+    # Backwards. t=6 and t=5: the seats' last moves of the rollout, their next information
+    # state is not known (seat 1 is to act): not trained on (valid False). t=4: the match
+    # ends, every carry is terminal; then its rewards (-1, 1, 0) are added.
+    # t=3, seat 0: delta = -1 + 0.9*0 - 0.4 = -1.4, A = -1.4 (terminal next)
+    # t=2, seat 2: its reward -1 arrived on its own move; delta = -1 - 0.2 = -1.2, A = -1.2
+    # t=0, seat 0: the +1 of t=2 arrived on seat 2's move; its next transition is t=3:
+    #      delta = 1 + 0.9*0.4 - 0.5 = 0.86, A = 0.86 + 0.9*0.5*(-1.4) = 0.23
+    expected = np.array([0.23, 0, -1.2, -1.4, 0, 0, 0])
+    np.testing.assert_allclose(adv[:, 0], expected, atol=1e-6)
+    assert valid[:, 0].tolist() == [True, False, True, True, False, False, False]
+    np.testing.assert_allclose((adv + values)[[0, 2, 3], 0], [0.73, -1.0, -1.0], atol=1e-6)
+
+
+def test_gae_bootstraps_the_seat_to_act():
+    seat, trained, rewards, done, values = _trajectory()
+    # Seat 2 is to act after the last step, its value 0.7: its move at t=5 is complete:
+    # delta = 0 + 0.9*0.7 - 0.3 = 0.33. Seat 0's move at t=6 still is not.
+    adv, valid = compute_advantages(seat, trained, rewards, done, values,
+                                    end_seat=np.array([2]), end_value=np.array([0.7]),
+                                    gamma=GAMMA, lam=LAM)
+    np.testing.assert_allclose(adv[:, 0], [0.23, 0, -1.2, -1.4, 0, 0.33, 0], atol=1e-6)
+    assert valid[:, 0].tolist() == [True, False, True, True, False, True, False]
+
+
+def test_gae_keeps_games_and_seats_apart():
+    # Three games of the same trajectory with the seats renumbered: the same advantages.
+    seat, trained, rewards, done, values = _trajectory(games=3, rotate=1)
+    adv, valid = compute_advantages(seat, trained, rewards, done, values,
+                                    end_seat=np.full(3, -1), end_value=np.zeros(3),
+                                    gamma=GAMMA, lam=LAM)
+    for g in range(3):
+        np.testing.assert_allclose(adv[:, g], [0.23, 0, -1.2, -1.4, 0, 0, 0], atol=1e-6)
+        assert (valid[:, g] == valid[:, 0]).all()
+
+
+# -- the league's snapshots and sampling ------------------------------------------------------
+
+def test_batched_snapshots_match_each_snapshots_mlp(tmp_path):
+    from agents.mlp import MLP
+    from train.league import League
+    from train.ppo_vec_seats import SnapshotPool
+
+    rng = np.random.default_rng(0)
+    league = League(tmp_path / "league", max_snapshots=3)
+    pool = SnapshotPool(league)
+    mlps = []
+    for k in range(4):  # the first one leaves the pool, and stays usable by running games
+        mlp = MLP([(rng.normal(size=(16, 12)), rng.normal(size=16)),
+                   (rng.normal(size=(5, 16)), rng.normal(size=5))], "tanh")
+        league.add_snapshot(mlp, k)
+        mlps.append(mlp)
+        pool.refresh()
+    assert pool.active.tolist() == [1, 2, 3] and len(pool.mlps) == 4
+    which = rng.integers(4, size=40)
+    obs = rng.normal(size=(40, 12)).astype(np.float32)
+    got = pool.logits(which, obs).numpy()
+    for i in range(40):
+        np.testing.assert_allclose(got[i], mlps[which[i]](obs[i]), rtol=1e-4, atol=1e-4)
+
+
+def test_sampling_is_legal_and_follows_the_policy():
+    import torch
+
+    from train.ppo_vec_seats import sample_masked
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.tensor([[0.0, 1.0, 2.0, 3.0]]).repeat(20000, 1)
+    mask = torch.tensor([[True, False, True, True]]).repeat(20000, 1)
+    mask[:5, :] = torch.tensor([False, False, True, False])  # one legal move
+    actions, logp = sample_masked(logits, mask, gen)
+    assert mask[torch.arange(20000), actions].all()
+    assert (actions[:5] == 2).all() and torch.allclose(logp[:5], torch.zeros(5))
+    p = torch.softmax(torch.tensor([0.0, 2.0, 3.0]), 0)
+    freq = torch.bincount(actions[5:], minlength=4).float() / (20000 - 5)
+    assert torch.allclose(freq[[0, 2, 3]], p, atol=0.015) and freq[1] == 0
+    assert torch.allclose(logp[5:], torch.log(p)[torch.tensor([0, 0, 1, 2])[actions[5:]]])
+
+
+# -- configs ----------------------------------------------------------------------------------
+
+def test_shipped_ppo_vec_configs_load():
+    names = {p.name for p in CONFIGS}
+    assert {"ppo_vec_culo.yaml", "ppo_vec_tavern.yaml", "ppo_vec_culo_multi.yaml"} <= names
+    for path in CONFIGS:
+        cfg = load_config(path)
+        assert cfg.algo == "ppo-vec" and cfg.total_steps > 0
+        assert "Network" in path.read_text(), f"{path.name}: state the network size"
+
+
+@pytest.mark.parametrize("override, message", [
+    ("vec.bogus=1", "unknown config key(s) vec.bogus"),
+    ("vec.num_games=0", "vec.num_games"),
+    ("vec.mix={current: -1}", "vec.mix"),
+    ("algo=ppo-fast", "algo"),
+])
+def test_vec_config_errors_name_the_key(override, message):
+    with pytest.raises(ConfigError) as info:
+        load_config(CONFIGS[0], [override])
+    assert message in str(info.value)
+
+
+# -- a short real run -------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    run = tmp_path_factory.mktemp("ppo_vec") / "run"
+    res = cli(*train_args(run), timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return run
+
+
+def test_short_run_beats_random(small_run):
+    meta = latest_meta(small_run)
+    assert meta["algo"] == "ppo-vec" and meta["steps"] >= 60_000
+    result = meta["evaluations"][-1]["results"]["random"]
+    assert result["advantage_ci_low"] > 0, result
+    assert meta["illegal_actions"] == 0
+    assert (small_run / "checkpoints" / "best.pt").is_file()
+
+
+def test_tensorboard_has_the_sb3_trainers_scalars(small_run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    (logdir,) = [p for p in (small_run / "tb").iterdir() if p.is_dir()]
+    acc = EventAccumulator(str(logdir))
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    for tag in ("eval/vs_random/rank_points", "eval/vs_random/ci_low", "charts/samples_per_s",
+                "charts/illegal_actions", "league/pool_size", "league/share/current",
+                "league/share/expert", "rollout/ep_rew_mean", "losses/policy_loss",
+                "losses/value_loss", "losses/entropy", "losses/approx_kl"):
+        assert tag in tags, tags
+    assert all(e.value == 0 for e in acc.Scalars("charts/illegal_actions"))
+    assert "config/text_summary" in acc.Tags()["tensors"]
+
+
+def test_checkpoints_are_plain_state_dicts(small_run):
+    import torch
+    for path in (small_run / "checkpoints").glob("*.pt"):
+        data = torch.load(str(path), weights_only=True)
+        assert data["format"] == "arschloch-ppo-vec" and "optimizer" in data
+
+
+def test_export_matches_the_torch_actor(small_run, tmp_path):
+    import torch
+
+    from agents.bundle import load_bundle
+    from arschloch_env.vector import VectorGame
+    from train.ppo_vec_io import load_checkpoint
+
+    out = tmp_path / "bots" / "vec"
+    res = cli("export", small_run, "--out", out)
+    assert res.returncode == 0, res.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["training"]["algo"] == "ppo-vec" and manifest["players"] == [4]
+
+    vg = VectorGame("culo", num_players=4, num_games=512, seed=5)
+    obs, masks = vg.reset()
+    rows_obs, rows_mask = [obs], [masks]
+    for _ in range(6):
+        obs, masks, _, _ = vg.step(vg.sample_actions())
+        rows_obs.append(obs)
+        rows_mask.append(masks)
+    obs, masks = np.concatenate(rows_obs), np.concatenate(rows_mask)
+
+    state = load_checkpoint(small_run / "checkpoints" / "best.pt")
+    from train.ppo_vec import mlp
+    actor = mlp([obs.shape[1], *state["net_arch"], masks.shape[1]], state["activation"], 1.0)
+    actor.load_state_dict(state["actor"])
+    with torch.no_grad():
+        ref = actor(torch.from_numpy(obs)).numpy()
+    actions, logits = load_bundle(out).policy(obs, masks)
+    assert np.abs(logits - ref).max() < 1e-4
+    assert (actions == np.where(masks > 0, ref, -np.inf).argmax(axis=1)).all()
+    res = cli("simulate", "--rules", "culo", "--players", "4", "--matches", "2",
+              "--agents", out, "random", "random", "random")
+    assert res.returncode == 0, res.stderr
+
+
+def test_new_run_refuses_an_existing_run_dir(small_run):
+    res = cli(*train_args(small_run))
+    assert res.returncode == 2 and "--resume" in res.stderr
+
+
+# -- kill and resume --------------------------------------------------------------------------
+
+def test_sigkill_then_resume_continues(tmp_path):
+    run = tmp_path / "run"
+    total = 40_000
+    args = train_args(run, f"total_steps={total}", "checkpoint_every=8000",
+                      "league.snapshot_every=5000", "eval.deals=5", "vec.debug=false",
+                      "vec.mix={current: 0.5, snapshots: 0.5}")
+    proc = subprocess.Popen([sys.executable, "-m", "arschloch_env.cli", *args], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not (run / "latest.json").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    assert (run / "latest.json").exists(), "no checkpoint was written"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    first = json.loads((run / "latest.json").read_text())
+    assert first["steps"] < total
+    first_league = latest_meta(run)["league"]
+    assert first_league, "a snapshot was due before the first checkpoint"
+
+    res = cli("train", "--config", CONFIGS[0], "--run-dir", run, "--resume", "--no-progress")
+    assert res.returncode == 0, res.stderr[-3000:]
+    meta = latest_meta(run)
+    assert meta["steps"] >= total and meta["config"]["total_steps"] == total
+    # the league of the checkpoint, then the snapshots of the resumed run
+    assert meta["league"][:len(first_league)] == first_league
+    steps = [s["steps"] for s in meta["league"]]
+    assert steps == sorted(steps) and steps[-1] > first["steps"]
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    acc = EventAccumulator(str(run / "tb" / "ppo_vec_1"))
+    acc.Reload()
+    logged = [e.step for e in acc.Scalars("charts/samples_per_s")]
+    assert max(logged) >= total and any(s > first["steps"] for s in logged)

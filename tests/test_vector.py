@@ -1,0 +1,394 @@
+"""The batched engine (arschloch_env.vector) against the reference engine, and its adapters.
+
+The differential test is the heart: B games of ``VectorGame`` and B reference ``Game`` objects
+(the same match seeds, hence the same deals) are driven with the same random legal actions;
+at every step the rewards, done flags and seats to act must be equal, the masks equal and the
+observations (and full states) bit-identical on a rotating share of the games, and at the end
+the game records of the finished matches of every 4th game equal to the reference's. The
+default run covers 100 to 250 matches per preset and table size; ``-m slow`` runs thousands.
+The first use compiles the numba kernels (cached in ``__pycache__`` afterwards).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from arschloch_env.arschloch import place_reward
+from arschloch_env.cli import match_seed
+from arschloch_env.engine import Game
+from arschloch_env.observation import Encoder
+from arschloch_env.records import read_matches
+from arschloch_env.replay import replay_file
+from arschloch_env.rules import PRESETS, RulesError, make_rules
+from arschloch_env.vector import VectorActionError, VectorGame
+
+PLAYERS = (3, 4, 5, 6)
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+def _explain(vg: VectorGame, got: np.ndarray, want: np.ndarray) -> str:
+    views_got, views_want = vg.layout.views(got), vg.layout.views(want)
+    bad = [k for k in views_got if not np.array_equal(views_got[k], views_want[k])]
+    return f"slices differ: {bad}: {[(views_got[k], views_want[k]) for k in bad[:2]]}"
+
+
+def differential(tmp_path, rules, B: int, steps: int, seed: int, check_every: int = 4,
+                 record_every: int = 4, reward: str = "place", check_state: bool = False) -> int:
+    """Drives VectorGame and the reference side by side; returns the matches played.
+
+    Every step compares rewards, done flags and seats to act of all games, the masks of every
+    other game and the observations (and full states) of every ``check_every``-th game
+    (rotating), every 8th step also the observations of other seats; the game records of
+    every ``record_every``-th game are compared at the end.
+    (Each action is also checked by the reference, which raises on an illegal one.)
+    """
+    path = tmp_path / "vector.jsonl"
+    recorded = range(0, B, record_every)
+    vg = VectorGame(rules, num_games=B, seed=seed, record_path=path, record_games=recorded,
+                    reward=reward)
+    n = vg.n
+    enc = Encoder(vg.R)
+    obs, mask = vg.reset()
+    rec = [j % record_every == 0 for j in range(B)]
+    refs = [Game(rules, seed=int(vg.match_seed[j]), match_index=int(vg.match_index[j]),
+                 record=rec[j], auto_pass=True) for j in range(B)]
+    for j, g in enumerate(refs):
+        assert _same_bits(obs[j], enc.observe(g, g.current)), _explain(vg, obs[j],
+                                                                        enc.observe(g, g.current))
+    assert np.array_equal(mask, np.stack([g.legal_mask() for g in refs]))
+    finished: list[list[dict]] = []
+    matches = 0
+    exp_rew = np.zeros((B, n), np.float32)
+    exp_done = np.zeros(B, bool)
+    for t in range(steps):
+        actions = vg.sample_actions()
+        obs, mask, rew, done = vg.step(actions)
+        seeds, index = vg.match_seed.tolist(), vg.match_index.tolist()
+        exp_rew[:] = 0
+        exp_done[:] = False
+        for j, a in enumerate(actions.tolist()):
+            g = refs[j]
+            g.step(a)
+            if g.last_places is not None:
+                exp_rew[j] = [place_reward(p, n) if reward == "place" else n - p
+                              for p in g.last_places]
+            if g.is_over:
+                exp_done[j] = True
+                matches += 1
+                if rec[j]:
+                    finished.append(g.events)
+                assert vg.last_totals[j].tolist() == g.totals
+                assert np.flatnonzero(vg.last_winners[j]).tolist() == g.winners
+                refs[j] = Game(rules, seed=seeds[j], match_index=index[j], record=rec[j],
+                               auto_pass=True)
+        assert np.array_equal(rew, exp_rew), (t, np.argwhere(rew != exp_rew))
+        assert np.array_equal(done, exp_done), t
+        assert vg.current_seat.tolist() == [g.current for g in refs], t
+        for j in range(t % 2, B, 2):
+            legal = refs[j].legal_actions()
+            assert np.flatnonzero(mask[j]).tolist() == legal, (t, j, legal)
+        state = vg.state() if check_state else None
+        if t % 8 == 0:  # what the other seats see
+            seats = (vg.current_seat + 1 + t // 8 % (n - 1)) % n
+            other = vg.observe(seats)
+            for j in range(t // 8 % check_every, B, check_every):
+                want = enc.observe(refs[j], int(seats[j]))
+                assert _same_bits(other[j], want), (t, j, _explain(vg, other[j], want))
+        for j in range(t % check_every, B, check_every):
+            g = refs[j]
+            want = enc.observe(g, g.current)
+            assert _same_bits(obs[j], want), (t, j, _explain(vg, obs[j], want))
+            if check_state:
+                assert _same_bits(state[j], enc.state(g, g.current)), (t, j)
+    vg.close()
+    got = [[e for _, e in m] for m in read_matches(path)]
+    assert len(got) == len(finished)
+    for m, (x, y) in enumerate(zip(got, finished)):
+        if x != y:
+            first = next((i for i, (a, b) in enumerate(zip(x, y)) if a != b), None)
+            raise AssertionError(f"record of match {m} differs at event {first}: "
+                                 f"{x[first] if first is not None else len(x)} != "
+                                 f"{y[first] if first is not None else len(y)}")
+    return matches
+
+
+# -- the same deals ---------------------------------------------------------------------------
+
+def test_shuffles_and_seeds_match_numpy():
+    from arschloch_env import vector_rng as vr
+    r = np.zeros(vr.NRNG, np.uint64)
+    for seed in (0, 1, 7, 2**31 - 2, 2**32 + 5, 2**62 + 3):
+        pcg = np.random.PCG64(seed).state["state"]
+        vr.pcg_seed(r, seed)
+        assert (int(r[vr.SHI]) << 64 | int(r[vr.SLO])) == pcg["state"]
+        assert (int(r[vr.IHI]) << 64 | int(r[vr.ILO])) == pcg["inc"]
+        for size in (32, 52):
+            out = np.zeros((6, size), np.int32)
+            vr.permutations(seed, size, 6, out, r)
+            rng = np.random.default_rng(seed)
+            assert all(np.array_equal(out[k], rng.permutation(size)) for k in range(6))
+    for seed in (0, 5, 2**31 - 1, 2**40):
+        for index in (0, 1, 99, 2**33):
+            assert vr.series_seed(r, seed, index) == match_seed(seed, index)
+
+
+def test_games_are_reference_matches():
+    vg = VectorGame("tavern", 5, num_games=6, seed=[3, 1, 4, 1, 5, 9])
+    vg.reset()
+    assert vg.series_seed.tolist() == [3, 1, 4, 1, 5, 9]
+    assert vg.match_seed.tolist() == [match_seed(s, 0) for s in (3, 1, 4, 1, 5, 9)]
+    vg2 = VectorGame("tavern", 5, num_games=3, seed=11)
+    assert vg2.series_seed.tolist() == [match_seed(11, j) for j in range(3)]
+
+
+# -- the differential test --------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", PLAYERS)
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_differential(tmp_path, preset, n):
+    rules = make_rules(preset, n)
+    matches = differential(tmp_path, rules, B=64, steps=800, seed=1000 + n,
+                           check_state=n == 4)
+    assert matches >= 80  # 100 (culo-points, 3 players) to 250 (culo, 4 players)
+
+
+@pytest.mark.parametrize("n", PLAYERS)
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_differential_one_round_matches(tmp_path, preset, n):
+    """Thousands of short matches per preset and table size in the default run: one round
+    each (deal, leaders, tricks, outs, match end), beside the whole matches above (which add
+    the swaps and exchanges of later rounds)."""
+    rules = make_rules(preset, n, rounds=1)
+    matches = differential(tmp_path, rules, B=128, steps=800, seed=3000 + n,
+                           check_state=False)
+    assert matches >= 1000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", PLAYERS)
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_differential_thousands(tmp_path, preset, n):
+    """The long run: thousands of matches per preset and table size (``-m slow``)."""
+    rules = make_rules(preset, n)
+    matches = differential(tmp_path, rules, B=256, steps=4000, seed=2000 + n,
+                           check_state=True)
+    assert matches >= 2000
+
+
+@pytest.mark.parametrize("overrides", [
+    dict(preset="tavern", no_finish_on_top=True, top_card_ends_trick=True, num_players=4),
+    dict(preset="culo", top_card_ends_trick=False, leftover_swap=False, num_players=5),
+    dict(preset="culo", deal="all", first_leader="rotate", num_players=3, rounds=3),
+    dict(preset="culo-52", exchange_cards=3, vice_exchange_cards=3, num_players=6),
+    dict(preset="culo-points", target_points=4, exchange_cards=0, vice_exchange_cards=0,
+         num_players=4),
+    dict(preset="culo", exchange_cards_3p=3, num_players=3, rounds=2),
+    dict(preset="culo-ten", rank_order=["9", "8", "7", "T", "J", "Q", "K", "A"],
+         num_players=6, rounds=1),
+])
+def test_differential_overrides(tmp_path, overrides):
+    rules = make_rules(overrides.pop("preset"), **overrides)
+    assert differential(tmp_path, rules, B=32, steps=500, seed=7) >= 20
+
+
+def test_differential_points_reward(tmp_path):
+    rules = make_rules("culo-points", 5)
+    assert differential(tmp_path, rules, B=32, steps=600, seed=3, reward="points") >= 20
+
+
+def test_records_replay(tmp_path):
+    from arschloch_env.cli import main
+    path = tmp_path / "games.jsonl"
+    with VectorGame("culo", 4, num_games=16, seed=5, record_path=path,
+                    record_games=[0, 7, 15]) as vg:
+        vg.reset()
+        assert not path.exists()  # written atomically: the file appears on close
+        for _ in range(700):
+            vg.step(vg.sample_actions())
+    results = replay_file(path)
+    assert len(results) >= 6 and all(r.ok for r in results), [r.error for r in results]
+    assert main(["replay", "--quiet", str(path)]) == 0
+
+
+# -- determinism, seeds, threads --------------------------------------------------------------
+
+def _run(vg: VectorGame, steps: int):
+    out = [vg.reset()]
+    for _ in range(steps):
+        out.append(vg.step(vg.sample_actions()))
+    return out
+
+
+def test_deterministic_and_threads_agree():
+    a = _run(VectorGame("tavern", 4, num_games=50, seed=9), 300)
+    b = _run(VectorGame("tavern", 4, num_games=50, seed=9, threads=3), 300)
+    for x, y in zip(a, b):
+        assert all(np.array_equal(u, v) for u, v in zip(x, y))
+
+
+def test_reset_continues_the_series():
+    vg = VectorGame("culo", 3, num_games=4, seed=2)
+    vg.reset()
+    assert vg.match_index.tolist() == [0] * 4
+    first = vg.match_seed
+    vg.step(vg.sample_actions())
+    vg.reset()
+    assert vg.match_index.tolist() == [1] * 4
+    assert vg.match_seed.tolist() == [match_seed(s, 1) for s in vg.series_seed.tolist()]
+    vg.reset(seed=2)
+    assert vg.match_index.tolist() == [0] * 4 and np.array_equal(vg.match_seed, first)
+
+
+def test_batch_of_one_and_shapes():
+    vg = VectorGame("culo-52", 6, num_games=1, seed=0)
+    obs, mask = vg.reset()
+    assert obs.shape == (1, 407) and obs.dtype == np.float32
+    assert mask.shape == (1, 79) and mask.dtype == np.int8
+    obs, mask, rew, done = vg.step(vg.sample_actions())
+    assert rew.shape == (1, 6) and rew.dtype == np.float32 and done.dtype == bool
+    assert vg.current_seat.shape == (1,) and vg.state().shape == (1, vg.state_size)
+
+
+def test_step_where_moves_only_those_games():
+    vg = VectorGame("culo-52", 5, num_games=10, seed=6)
+    obs, mask = vg.reset()
+    where = np.arange(10) % 3 == 0
+    before = vg._st[~where].copy()
+    actions = np.where(where, vg.sample_actions(), -1)  # ignored where not moving
+    obs2, mask2, rew, done = vg.step(actions, where=where)
+    assert np.array_equal(vg._st[~where], before)
+    assert np.array_equal(obs2[~where], obs[~where]) and np.array_equal(mask2[~where],
+                                                                        mask[~where])
+    assert not rew[~where].any() and not done[~where].any()
+    assert not np.array_equal(obs2[where], obs[where])
+    with pytest.raises(VectorActionError, match="where: expected a bool array"):
+        vg.step(actions, where=where.astype(int))
+    with pytest.raises(ValueError, match="seats: expected"):
+        vg.observe(np.full(10, 5))
+
+
+# -- bad input --------------------------------------------------------------------------------
+
+def test_bad_actions_name_the_game_and_change_nothing():
+    vg = VectorGame("culo", 4, num_games=8, seed=1)
+    obs, mask = vg.reset()
+    actions = vg.sample_actions()
+    before = (vg._st.copy(), vg._rng.copy())
+    bad = actions.copy()
+    # a play the game cannot make: a pair of the rank of a card the seat lacks, or beyond it
+    j = 5
+    illegal = next(a for a in range(1, 33) if not mask[j, a])
+    bad[j] = illegal
+    with pytest.raises(VectorActionError, match=rf"game {j}: player_\d cannot "
+                                                rf"'{vg.codec.describe(illegal)}'"):
+        vg.step(bad)
+    bad[j] = 49
+    with pytest.raises(VectorActionError, match="game 5: action 49 is out of range"):
+        vg.step(bad)
+    with pytest.raises(VectorActionError, match=r"expected shape \(8,\)"):
+        vg.step(actions[:7])
+    with pytest.raises(VectorActionError, match=r"expected shape \(8,\)"):
+        vg.step(actions.reshape(2, 4))
+    with pytest.raises(VectorActionError, match="integer array, got dtype float64"):
+        vg.step(actions.astype(float))
+    with pytest.raises(VectorActionError, match="integer array, got dtype bool"):
+        vg.step(np.ones(8, bool))
+    assert np.array_equal(vg._st, before[0]) and np.array_equal(vg._rng, before[1])
+    assert np.array_equal(vg.action_masks, mask)
+    vg.step(actions.astype(np.int32))  # other integer dtypes are fine
+
+
+def test_pair_error_message():
+    vg = VectorGame("culo", 4, num_games=3, seed=4)
+    _, mask = vg.reset()
+    a = vg.sample_actions()
+    pair = next(x for x in range(2, 33, 4) if not mask[2, x])
+    a[2] = pair
+    with pytest.raises(VectorActionError, match=r"game 2: .* cannot 'pair of \w+s' now"):
+        vg.step(a)
+
+
+def test_bad_construction():
+    with pytest.raises(ValueError, match="num_games 0"):
+        VectorGame("culo", 4, num_games=0)
+    with pytest.raises(RulesError, match="unknown preset 'poker'"):
+        VectorGame("poker", 4, num_games=2)
+    with pytest.raises(RulesError, match="num_players"):
+        VectorGame("culo", 7, num_games=2)
+    with pytest.raises(RulesError, match="unknown rules field"):
+        VectorGame("culo", 4, num_games=2, jokers=True)
+    with pytest.raises(RulesError, match="exchange_cards"):
+        VectorGame("culo", 4, num_games=2, exchange_cards=5)
+    with pytest.raises(ValueError, match="reward 'money'"):
+        VectorGame("culo", 4, num_games=2, reward="money")
+    with pytest.raises(ValueError, match="record_games"):
+        VectorGame("culo", 4, num_games=2, record_games=[0])
+    with pytest.raises(ValueError, match="seed: expected"):
+        VectorGame("culo", 4, num_games=2, seed=[1, 2, 3])
+    with pytest.raises(RuntimeError, match="reset"):
+        VectorGame("culo", 4, num_games=2).step(np.zeros(2, int))
+
+
+def test_bad_record_games(tmp_path):
+    with pytest.raises(ValueError, match=r"record_games \[5\]"):
+        VectorGame("culo", 4, num_games=2, record_path=tmp_path / "x.jsonl", record_games=[5])
+
+
+# -- the SB3 vector env -----------------------------------------------------------------------
+
+def _random_masked(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    scores = rng.random(masks.shape) * masks
+    return scores.argmax(axis=1)
+
+
+@pytest.mark.parametrize("seat", [None, 2])
+def test_vec_env_episode_returns_are_match_points(seat):
+    from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+    from arschloch_env.vector_env import ArschlochVecEnv
+    env = ArschlochVecEnv("culo", 4, num_envs=16, seed=3, seat=seat, reward="points")
+    assert is_masking_supported(env)
+    obs = env.reset()
+    assert obs.shape == (16, 297) and env.observation_space.contains(obs[0])
+    rng = np.random.default_rng(0)
+    returns = np.zeros(16)
+    episodes = 0
+    for _ in range(800):
+        masks = get_action_masks(env)
+        assert masks.shape == (16, 49) and masks.dtype == bool and masks.any(axis=1).all()
+        assert np.array_equal(env.game.current_seat, env.seats)  # the learner decides
+        obs, rewards, dones, infos = env.step(_random_masked(masks, rng))
+        returns += rewards
+        for i in np.flatnonzero(dones):
+            info = infos[i]
+            if seat is not None:
+                assert info["seat"] == seat
+            # points reward: the episode's return is the learner's match total
+            assert returns[i] == info["totals"][info["seat"]]
+            assert info["terminal_observation"].shape == (297,)
+            returns[i] = 0
+            episodes += 1
+    assert episodes >= 16
+    env.close()
+
+
+def test_vec_env_batched_opponent_and_maskable_ppo():
+    from sb3_contrib import MaskablePPO
+    from arschloch_env.vector_env import ArschlochVecEnv
+    calls = []
+
+    def lowest_legal(obs, mask):
+        calls.append(len(obs))
+        assert obs.shape[1] == 407 and mask.shape == (len(obs), 79)
+        return mask.argmax(axis=1)
+
+    env = ArschlochVecEnv("tavern", 4, num_envs=8, seed=1, seat=0, opponent=lowest_legal)
+    model = MaskablePPO("MlpPolicy", env, n_steps=16, batch_size=64, n_epochs=1, seed=0,
+                        policy_kwargs=dict(net_arch=[16]))
+    model.learn(total_timesteps=128)
+    assert calls and max(calls) <= 8
+    with pytest.raises(ValueError, match="seat 4"):
+        ArschlochVecEnv("culo", 4, num_envs=2, seat=4)

@@ -1,0 +1,434 @@
+"""PPO on the batched engine (``algo: ppo-vec``), CleanRL-style: read it top to bottom.
+
+One shared policy plays its seats in ``vec.num_games`` games of
+:class:`~arschloch_env.vector.VectorGame` at once (one VectorGame per entry of ``players``,
+stepped in turn into the same buffer: the observation is padded to six seats, so one network
+plays every table size of a deck). At every match start each seat of a game gets a
+controller (:mod:`train.ppo_vec_seats`): one random seat is the learner, the others follow
+``vec.mix``: ``current`` (the learner again, also trained on), ``snapshots`` (frozen league
+snapshots, all run in one batched forward), ``random``, or any agent spec (greedy, expert, a
+bundle) at Python speed, in a small share of the games.
+
+The loop, per iteration:
+
+1. :func:`collect_rollout`: ``vec.rollout_steps`` vector steps; per step the buffer keeps
+   observation (and full state for ``vec.critic_state``), mask, action, log-probability,
+   value, the acting seat, whether that seat is trained, the rewards of every seat [B, 6]
+   after the step and ``done`` [B] (the match ended; the game already started the next).
+2. :func:`compute_advantages`: GAE backwards over the steps with carries per (game, seat).
+   Episodes are matches: rewards arrive at round ends on whichever seat's move ended the
+   round, ``gamma`` discounts per decision of a seat across rounds, a match end is terminal.
+3. :func:`ppo_update`: clipped PPO on the trained rows only (masked logits, so illegal actions
+   are impossible; ``charts/illegal_actions`` counts attempts and stays 0).
+4. League snapshot, TensorBoard, evaluation against fixed fields (``train.evaluate``, the actor
+   exported to :class:`~agents.mlp.MLP`), best-so-far and periodic checkpoints.
+
+**Bootstrap at the rollout end.** The VectorGame gives the observation only of the seat to
+act, so of a trained seat that is not to act we know no value of its information state after
+its last move of the rollout. That last transition is therefore not trained on in this
+rollout; its value still bootstraps the transitions before it, which is exact (it is the
+value of their next information state), so every trained row has an exact GAE target. The
+seat to act at the end is bootstrapped with the value of its observation and keeps its last
+transition. (With a per-seat observation API on VectorGame the dropped rows, about one per
+trained seat and game per rollout, could be kept too.)
+
+**Speed** (``bench/train_throughput.py``): every step is one batched forward of the learner
+over its rows and one of all snapshots together (:class:`~train.ppo_vec_seats.SnapshotPool`),
+in ``torch.inference_mode`` on ``vec.collect_threads`` threads; the buffers are preallocated
+numpy arrays; the per-step Python is a few array operations per table. The update dominates,
+so the shipped network is small (see the configs).
+
+Run directory: as the SB3 trainer's (:mod:`train.sb3_trainer`), with ``.pt`` checkpoints
+(:mod:`train.ppo_vec_io`); TensorBoard under ``tb/ppo_vec_1``: ``charts/samples_per_s``
+(collect + update), ``charts/illegal_actions``, ``league/share/<kind>`` (share of the seats
+drawn since the last rollout), ``league/pool_size``, ``eval/vs_<field>/...``, ``rollout/ep_rew_mean`` (the
+learner seat's match return), ``losses/*``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arschloch_env.observation import SEATS
+from train.config import ConfigError, TrainConfig
+from train.league import League
+from train.ppo_vec_io import load_checkpoint
+from train.ppo_vec_seats import (
+    CURRENT, LOGP_FLOOR, NEG, SnapshotPool, Table, bool_tensor, sample_masked,
+)
+
+
+# -- networks ---------------------------------------------------------------------------------
+
+def layer_init(layer, std: float = math.sqrt(2), bias: float = 0.0):
+    import torch
+    torch.nn.init.orthogonal_(layer.weight, std)
+    torch.nn.init.constant_(layer.bias, bias)
+    return layer
+
+
+def mlp(sizes: list[int], activation: str, out_std: float):
+    """Linear layers with ``activation`` between them (CleanRL's orthogonal init)."""
+    import torch
+    act = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[activation]
+    mods: list[Any] = []
+    for i in range(len(sizes) - 1):
+        last = i == len(sizes) - 2
+        mods.append(layer_init(torch.nn.Linear(sizes[i], sizes[i + 1]),
+                               out_std if last else math.sqrt(2)))
+        if not last:
+            mods.append(act())
+    return torch.nn.Sequential(*mods)
+
+
+@dataclass
+class Nets:
+    actor: Any
+    """observation -> logits (never sees the full state)."""
+    critic: Any
+    """observation, or the full state with ``critic_state`` -> value."""
+    critic_state: bool
+    activation: str
+
+
+def make_nets(cfg: TrainConfig, obs_size: int, state_size: int, num_actions: int,
+              device) -> Nets:
+    hidden = list(cfg.ppo.net_arch)
+    actor = mlp([obs_size, *hidden, num_actions], cfg.ppo.activation, 0.01).to(device)
+    critic_in = state_size if cfg.vec.critic_state else obs_size
+    critic = mlp([critic_in, *hidden, 1], cfg.ppo.activation, 1.0).to(device)
+    return Nets(actor, critic, cfg.vec.critic_state, cfg.ppo.activation)
+
+
+# -- the games and the buffer -----------------------------------------------------------------
+
+def make_tables(cfg: TrainConfig, steps: int, pool: SnapshotPool, rng, generator) -> list[Table]:
+    """One Table per player count, ``vec.num_games`` split between them."""
+    from train.sb3_trainer import rules_for
+
+    k = len(cfg.players)
+    sizes = [cfg.vec.num_games // k + (i < cfg.vec.num_games % k) for i in range(k)]
+    tables = []
+    for i, (n, size) in enumerate(zip(cfg.players, sizes)):
+        seed = int(np.random.SeedSequence([cfg.seed, steps, i]).generate_state(1, np.uint64)[0]
+                   >> np.uint64(1))
+        tables.append(Table(rules_for(cfg, n), size, seed, cfg.vec.mix, pool, rng, generator,
+                            threads=cfg.vec.engine_threads, debug=cfg.vec.debug))
+    return tables
+
+
+class Rollout:
+    """Preallocated numpy buffers of one rollout, [T, B, ...] (B: all tables' games)."""
+
+    def __init__(self, T: int, B: int, obs_size: int, state_size: int | None, num_actions: int):
+        self.obs = np.zeros((T, B, obs_size), np.float32)
+        self.state = np.zeros((T, B, state_size), np.float32) if state_size else None
+        self.mask = np.zeros((T, B, num_actions), np.int8)
+        self.action = np.zeros((T, B), np.int64)
+        self.logp = np.zeros((T, B), np.float32)
+        self.value = np.zeros((T, B), np.float32)
+        self.seat = np.zeros((T, B), np.int64)
+        self.trained = np.zeros((T, B), bool)
+        self.rewards = np.zeros((T, B, SEATS), np.float32)
+        self.done = np.zeros((T, B), bool)
+        self.end_seat = np.full(B, -1, np.int64)
+        """The seat to act after the last step where it is a trained seat, else -1."""
+        self.end_value = np.zeros(B, np.float32)
+
+
+def policy_act(nets: Nets, obs: np.ndarray, mask: np.ndarray, critic_in: np.ndarray | None,
+               generator, device):
+    """Actions, log-probabilities and values of the learner's rows (batched, no autograd)."""
+    import torch
+    with torch.inference_mode():
+        o = torch.from_numpy(obs).to(device)
+        actions, logp = sample_masked(nets.actor(o), bool_tensor(mask).to(device), generator)
+        c = o if critic_in is None else torch.from_numpy(critic_in).to(device)
+        value = nets.critic(c)[:, 0]
+    return actions.cpu().numpy(), logp.cpu().numpy(), value.cpu().numpy()
+
+
+def critic_values(nets: Nets, x: np.ndarray, device) -> np.ndarray:
+    import torch
+    with torch.inference_mode():
+        return nets.critic(torch.from_numpy(x).to(device))[:, 0].cpu().numpy()
+
+
+def collect_rollout(tables: list[Table], nets: Nets, buf: Rollout, generator,
+                    device) -> dict[str, Any]:
+    """Fills ``buf`` with ``T`` steps of every table; returns counts for the logs."""
+    T = buf.obs.shape[0]
+    illegal = 0
+    for t in range(T):
+        start = 0
+        for table in tables:
+            B, cols = table.B, slice(start, start + table.B)
+            start += B
+            obs, mask, seat = table.obs, table.mask, table.seat
+            kind = table.acting_kind(seat)
+            trained = kind <= CURRENT
+            rows = np.flatnonzero(trained)
+            state = table.vg.state() if nets.critic_state else None
+            actions = np.zeros(B, np.int64)
+            value = np.zeros(B, np.float32)
+            logp = np.zeros(B, np.float32)
+            if len(rows):
+                a, lp, v = policy_act(nets, obs[rows], mask[rows],
+                                      None if state is None else state[rows], generator, device)
+                actions[rows], logp[rows], value[rows] = a, lp, v
+                illegal += int((mask[rows, a] == 0).sum())
+            illegal += table.opponent_actions(actions, seat, kind)
+            buf.obs[t, cols] = obs
+            if state is not None:
+                buf.state[t, cols] = state
+            buf.mask[t, cols] = mask
+            buf.action[t, cols], buf.logp[t, cols], buf.value[t, cols] = actions, logp, value
+            buf.seat[t, cols], buf.trained[t, cols] = seat, trained
+            rewards, done = table.step(actions)
+            buf.rewards[t, cols, :table.n] = rewards
+            buf.done[t, cols] = done
+    # the seat to act next: its value bootstraps its last transition
+    start = 0
+    for table in tables:
+        cols = slice(start, start + table.B)
+        start += table.B
+        seat = table.seat
+        trained = table.acting_kind(seat) <= CURRENT
+        x = table.vg.state() if nets.critic_state else table.obs
+        buf.end_seat[cols] = np.where(trained, seat, -1)
+        buf.end_value[cols] = critic_values(nets, x, device)
+    returns = np.concatenate([table.take_finished() for table in tables])
+    seats: dict[str, int] = {}
+    for table in tables:
+        for kind, count in table.take_seat_counts().items():
+            seats[kind] = seats.get(kind, 0) + count
+    return {"illegal": illegal, "match_returns": returns, "seats": seats}
+
+
+# -- advantages -------------------------------------------------------------------------------
+
+def compute_advantages(seat, trained, rewards, done, values, end_seat, end_value,
+                       gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """GAE over a multi-seat rollout, backwards over t with carries per (game, seat).
+
+    Args:
+        seat: int [T, B], the seat that acted in step t.
+        trained: bool [T, B], that seat is trained (its transitions enter the update).
+        rewards: float [T, B, S], every seat's rewards after step t.
+        done: bool [T, B], the match of game j ended in step t (rewards[t] still belong to it).
+        values: float [T, B], the critic's value of the acting seat before step t.
+        end_seat: int [B], the seat to act after the last step (if trained, else -1), whose
+            value ``end_value`` [B] bootstraps its last transition.
+
+    Returns:
+        ``(advantages [T, B], valid [T, B])``; ``valid`` marks the trained transitions whose
+        return is known: all but the last one of each seat that is not to act at the end.
+        The value targets are ``advantages + values``.
+
+    Carries per (game, seat), running backwards: ``acc`` the rewards since the seat's
+    transition, ``next_value`` / ``next_adv`` of its next transition, ``known`` whether that
+    next transition (or the match end) is known. A match end resets the game's carries to a
+    terminal (zero value and advantage, known) before its rewards are added.
+    """
+    T, B = seat.shape
+    S = rewards.shape[2]
+    acc = np.zeros((B, S), np.float64)
+    next_value = np.zeros((B, S), np.float64)
+    next_adv = np.zeros((B, S), np.float64)
+    known = np.zeros((B, S), bool)
+    games = np.flatnonzero(end_seat >= 0)
+    next_value[games, end_seat[games]] = end_value[games]
+    known[games, end_seat[games]] = True
+    adv = np.zeros((T, B), np.float32)
+    valid = np.zeros((T, B), bool)
+    for t in reversed(range(T)):
+        d = done[t]
+        if d.any():
+            acc[d], next_value[d], next_adv[d], known[d] = 0.0, 0.0, 0.0, True
+        acc += rewards[t]
+        j = np.flatnonzero(trained[t])
+        s = seat[t, j]
+        v = values[t, j].astype(np.float64)
+        delta = acc[j, s] + gamma * next_value[j, s] - v
+        a = np.where(known[j, s], delta + gamma * lam * next_adv[j, s], 0.0)
+        adv[t, j], valid[t, j] = a, known[j, s]
+        next_value[j, s], next_adv[j, s], acc[j, s], known[j, s] = v, a, 0.0, True
+    return adv, valid
+
+
+# -- the update -------------------------------------------------------------------------------
+
+def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.ndarray,
+               cfg: TrainConfig, generator, device) -> dict[str, float]:
+    """Clipped PPO on the valid rows, ``ppo.n_epochs`` passes of ``vec.minibatches``."""
+    import torch
+
+    p = cfg.ppo
+    idx = np.flatnonzero(valid.reshape(-1))
+    T, B = valid.shape
+
+    def rows(a: np.ndarray):
+        return torch.from_numpy(a.reshape(T * B, *a.shape[2:])[idx]).to(device)
+
+    obs, actions = rows(buf.obs), rows(buf.action)
+    legal = rows(buf.mask).float()
+    illegal_bias = (1.0 - legal) * NEG  # added to the logits: the masked logits
+    critic_in = rows(buf.state) if nets.critic_state else obs
+    old_logp, old_value = rows(buf.logp), rows(buf.value)
+    advantages = rows(adv)
+    returns = advantages + old_value
+    params = [*nets.actor.parameters(), *nets.critic.parameters()]
+    N = len(idx)
+    size = max(1, math.ceil(N / cfg.vec.minibatches))
+    stats: dict[str, list[float]] = {k: [] for k in ("policy_loss", "value_loss", "entropy",
+                                                     "approx_kl", "clipfrac")}
+    for _ in range(p.n_epochs):
+        perm = torch.randperm(N, generator=generator).to(device)
+        for start in range(0, N, size):
+            mb = perm[start:start + size]
+            x = obs[mb]
+            logp_all = torch.log_softmax(nets.actor(x) + illegal_bias[mb], dim=-1)
+            new_logp = logp_all.gather(1, actions[mb][:, None])[:, 0]
+            floored = logp_all.clamp(min=LOGP_FLOOR)
+            entropy = -(floored.exp() * floored * legal[mb]).sum(-1).mean()
+            log_ratio = new_logp - old_logp[mb]
+            ratio = log_ratio.exp()
+            a = advantages[mb]
+            a = (a - a.mean()) / (a.std() + 1e-8) if len(mb) > 1 else a
+            pg_loss = torch.max(-a * ratio,
+                                -a * ratio.clamp(1 - p.clip_range, 1 + p.clip_range)).mean()
+            c = critic_in[mb] if nets.critic_state else x
+            v_loss = 0.5 * ((nets.critic(c)[:, 0] - returns[mb]) ** 2).mean()
+            loss = pg_loss - p.ent_coef * entropy + p.vf_coef * v_loss
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, p.max_grad_norm)
+            optimizer.step()
+            with torch.no_grad():
+                stats["policy_loss"].append(float(pg_loss))
+                stats["value_loss"].append(float(v_loss))
+                stats["entropy"].append(float(entropy))
+                stats["approx_kl"].append(float(((ratio - 1) - log_ratio).mean()))
+                stats["clipfrac"].append(float(((ratio - 1).abs() > p.clip_range).float()
+                                               .mean()))
+    out = {k: float(np.mean(v)) if v else 0.0 for k, v in stats.items()}
+    y, v = returns.cpu().numpy(), old_value.cpu().numpy()
+    var = float(np.var(y)) if N else 0.0
+    out["explained_variance"] = float("nan") if var == 0 else 1.0 - float(np.var(y - v)) / var
+    return out
+
+
+def make_optimizer(nets: Nets, cfg: TrainConfig):
+    import torch
+    return torch.optim.Adam([*nets.actor.parameters(), *nets.critic.parameters()],
+                            lr=cfg.ppo.learning_rate, eps=1e-5)
+
+
+def iteration(tables, nets, optimizer, buf, cfg, generator, device):
+    """One rollout and its update: ``(samples trained on, rollout stats, losses)``."""
+    import torch
+    torch.set_num_threads(cfg.vec.collect_threads)
+    stats = collect_rollout(tables, nets, buf, generator, device)
+    torch.set_num_threads(cfg.torch_threads)
+    adv, valid = compute_advantages(buf.seat, buf.trained, buf.rewards, buf.done, buf.value,
+                                    buf.end_seat, buf.end_value, cfg.ppo.gamma,
+                                    cfg.ppo.gae_lambda)
+    losses = ppo_update(nets, optimizer, buf, adv, valid, cfg, generator, device)
+    return int(valid.sum()), stats, losses
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+def passive_openmp(cfg: TrainConfig) -> None:
+    """With more than one torch thread, idle OpenMP threads sleep instead of spinning
+    (``OMP_WAIT_POLICY=PASSIVE``, unless set): on cores shared with other busy processes,
+    spinning threads made the update 13 times slower (2 shared cores). It only works before
+    torch is loaded, which the trainer and the benchmark do later."""
+    if max(cfg.torch_threads, cfg.vec.collect_threads) > 1 and "torch" not in sys.modules:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def setup(cfg: TrainConfig, league: League, steps: int):
+    """Tables, networks, optimizer and buffer of a run starting (or resuming) at ``steps``."""
+    import torch
+
+    device = torch.device(cfg.device)
+    torch.set_num_threads(cfg.torch_threads)
+    torch.manual_seed(cfg.seed)
+    generator = torch.Generator(device="cpu")
+    generator.manual_seed(int(np.random.SeedSequence([cfg.seed, steps, 99])
+                              .generate_state(1)[0]))
+    rng = np.random.default_rng([cfg.seed, steps])
+    pool = SnapshotPool(league, device)
+    pool.refresh()
+    tables = make_tables(cfg, steps, pool, rng, generator)
+    vg = tables[0].vg
+    nets = make_nets(cfg, vg.obs_size, vg.state_size, vg.num_actions, device)
+    optimizer = make_optimizer(nets, cfg)
+    buf = Rollout(cfg.vec.rollout_steps, sum(t.B for t in tables), vg.obs_size,
+                  vg.state_size if cfg.vec.critic_state else None, vg.num_actions)
+    return tables, nets, optimizer, buf, pool, generator, device
+
+
+def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
+          progress: bool = True) -> Path:
+    """Trains per ``cfg`` into ``run_dir`` and returns the final checkpoint's path."""
+    passive_openmp(cfg)
+    from train.ppo_vec_run import Bookkeeper
+    from train.sb3_trainer import RunDir
+
+    run = RunDir(run_dir)
+    meta: dict[str, Any] | None = None
+    if resume:
+        if not run.latest.is_file():
+            raise ConfigError(f"--resume: {run.root} has no checkpoint yet (latest.json)")
+        latest = json.loads(run.latest.read_text())
+        meta = json.loads((run.root / latest["meta"]).read_text())
+    elif run.latest.is_file() or run.checkpoints.is_dir() and any(run.checkpoints.iterdir()):
+        raise ConfigError(f"run directory {run.root} already holds a run; use --resume to "
+                          f"continue it or --run-dir for a new one")
+    else:
+        run.create(cfg)
+    league = League(run.league, cfg.league.max_snapshots)
+    if meta is not None:
+        league.restore(meta["league"])
+    steps = int(meta["steps"]) if meta else 0
+    tables, nets, optimizer, buf, pool, generator, device = setup(cfg, league, steps)
+    if meta is not None:
+        state = load_checkpoint(run.root / latest["checkpoint"])
+        nets.actor.load_state_dict(state["actor"])
+        nets.critic.load_state_dict(state["critic"])
+        optimizer.load_state_dict(state["optimizer"])
+    book = Bookkeeper(cfg, run, league, meta, progress)
+    book.start(nets, steps)
+    started = time.time()
+    try:
+        while steps < cfg.total_steps:
+            t0 = time.perf_counter()
+            samples, stats, losses = iteration(tables, nets, optimizer, buf, cfg, generator,
+                                               device)
+            steps += samples
+            book.after_rollout(nets, optimizer, steps, samples, time.perf_counter() - t0,
+                               stats, losses)
+            pool.refresh()
+        final = book.finish(nets, optimizer, steps)
+    finally:
+        book.close()
+        for table in tables:
+            table.vg.close()
+    book.log_line(f"done in {time.time() - started:.0f} s; checkpoint {final}")
+    return final
+
+
+__all__ = ["Nets", "Rollout", "collect_rollout", "compute_advantages", "iteration",
+           "make_nets", "make_optimizer", "make_tables", "passive_openmp", "policy_act",
+           "ppo_update", "setup", "train"]

@@ -1,0 +1,85 @@
+"""Checkpoints of ``ppo-vec`` runs: plain torch state dicts, written atomically.
+
+A checkpoint ``checkpoints/<name>.pt`` holds only tensors, numbers, strings and lists (the
+actor's and critic's ``state_dict``, the optimizer's, the network shape), so it loads with
+``torch.load(..., weights_only=True)``: nothing is ever unpickled. Its metadata
+``checkpoints/<name>.json`` is the SB3 trainer's (steps, config, rules, seed, code_version,
+league, evaluations, best, illegal_actions) plus ``"algo": "ppo-vec"``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from agents.mlp import MLP
+from train.league import write_json_atomic
+
+CHECKPOINT_FORMAT = "arschloch-ppo-vec"
+CHECKPOINT_VERSION = 1
+
+
+def linear_layers(net) -> list:
+    import torch
+    return [m for m in net if isinstance(m, torch.nn.Linear)]
+
+
+def actor_mlp(actor, activation: str) -> MLP:
+    """The torch actor as a numpy :class:`~agents.mlp.MLP` (weights [out, in], like torch)."""
+    return MLP([(l.weight.detach().cpu().numpy().copy(), l.bias.detach().cpu().numpy().copy())
+                for l in linear_layers(actor)], activation)
+
+
+def save_checkpoint(run, name: str, payload: dict[str, Any], meta: dict[str, Any],
+                    latest: bool) -> Path:
+    """``<name>.pt`` and ``<name>.json``, each to a temporary name and renamed; then
+    ``latest.json`` when ``latest``."""
+    import torch
+
+    final = run.checkpoints / f"{name}.pt"
+    tmp = run.checkpoints / f"{name}.part.pt"
+    torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, **payload}, tmp)
+    os.replace(tmp, final)
+    write_json_atomic(run.checkpoints / f"{name}.json", {**meta, "algo": "ppo-vec"})
+    if latest:
+        write_json_atomic(run.latest, {"checkpoint": f"checkpoints/{name}.pt",
+                                       "meta": f"checkpoints/{name}.json",
+                                       "steps": meta["steps"]})
+    return final
+
+
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """The payload of a ``.pt`` checkpoint (``weights_only``: tensors and plain data only).
+
+    Raises:
+        ValueError: the file is not a ppo-vec checkpoint (or is damaged).
+    """
+    import torch
+
+    try:
+        data = torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - a damaged file raises many kinds of errors
+        raise ValueError(f"{path}: cannot be loaded ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{path}: not a ppo-vec checkpoint")
+    if data.get("version") != CHECKPOINT_VERSION:
+        raise ValueError(f"{path}: checkpoint version {data.get('version')}, this code reads "
+                         f"{CHECKPOINT_VERSION}")
+    return data
+
+
+def checkpoint_mlp(path: str | Path) -> MLP:
+    """The actor of a ppo-vec checkpoint as a numpy MLP (what ``arschloch export`` bundles)."""
+    data = load_checkpoint(path)
+    sd = data["actor"]
+    k = len(data["net_arch"]) + 1
+    keys = sorted({key.split(".")[0] for key in sd}, key=int)
+    if len(keys) != k:
+        raise ValueError(f"{path}: the actor has {len(keys)} layers, net_arch says {k}")
+    return MLP([(sd[f"{i}.weight"].numpy(), sd[f"{i}.bias"].numpy()) for i in keys],
+               data["activation"])
+
+
+__all__ = ["actor_mlp", "checkpoint_mlp", "linear_layers", "load_checkpoint",
+           "save_checkpoint"]

@@ -1,0 +1,139 @@
+"""The ``ppo-vec`` run's bookkeeping: league snapshots, TensorBoard, evaluation, checkpoints
+and the progress bar (what :class:`train.callbacks.TrainingLoop` does for the SB3 trainer,
+with the same schedule, meta and tags)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from train.callbacks import _next_multiple
+from train.config import TrainConfig
+from train.ppo_vec_io import actor_mlp, save_checkpoint
+
+
+class Bookkeeper:
+    def __init__(self, cfg: TrainConfig, run, league, meta: dict[str, Any] | None,
+                 progress: bool = True):
+        self.cfg, self.run, self.league, self.progress = cfg, run, league, progress
+        meta = meta or {}
+        self.evaluations: list[dict[str, Any]] = list(meta.get("evaluations", []))
+        self.best: float | None = meta.get("best")
+        self.illegal = int(meta.get("illegal_actions", 0))
+        steps = int(meta.get("steps", 0))
+        self.next_snapshot = _next_multiple(steps, cfg.league.snapshot_every)
+        self.next_eval = _next_multiple(steps, cfg.eval.every) if cfg.eval.every else None
+        self.next_checkpoint = _next_multiple(steps, cfg.checkpoint_every)
+        self.writer = None
+        self._bar = None
+
+    def start(self, nets, steps: int) -> None:
+        import json
+
+        import yaml
+        from torch.utils.tensorboard import SummaryWriter
+
+        from train.sb3_trainer import rules_for
+        self.writer = SummaryWriter(str(self.run.tb / "ppo_vec_1"))
+        if steps == 0:
+            self.writer.add_text("config", "```\n" + yaml.safe_dump(self.cfg.to_dict()) +
+                                 "\n```", 0)
+            self.writer.add_text("rules", "```\n" + json.dumps(rules_for(self.cfg).to_dict(),
+                                                               indent=2) + "\n```", 0)
+            self.league.update_current(actor_mlp(nets.actor, nets.activation))
+        if self.progress:
+            from tqdm import tqdm
+            self._bar = tqdm(total=self.cfg.total_steps, initial=min(steps, self.cfg.total_steps),
+                             unit="step", desc="training", dynamic_ncols=True)
+
+    def after_rollout(self, nets, optimizer, steps: int, samples: int, seconds: float,
+                      stats: dict[str, Any], losses: dict[str, float]) -> None:
+        w = self.writer
+        self.illegal += stats["illegal"]
+        if seconds > 0:
+            w.add_scalar("charts/samples_per_s", samples / seconds, steps)
+        w.add_scalar("charts/illegal_actions", self.illegal, steps)
+        if len(stats["match_returns"]):
+            w.add_scalar("rollout/ep_rew_mean", float(np.mean(stats["match_returns"])), steps)
+        total = sum(stats["seats"].values())
+        for kind, count in stats["seats"].items():
+            if total:
+                w.add_scalar(f"league/share/{kind}", count / total, steps)
+        w.add_scalar("league/pool_size", len(self.league.snapshots), steps)
+        for key, value in losses.items():
+            w.add_scalar(f"losses/{key}", value, steps)
+        if self._bar is not None:
+            self._bar.update(max(0, min(samples, self._bar.total - self._bar.n)))
+        if steps >= self.next_snapshot:
+            self.league.add_snapshot(actor_mlp(nets.actor, nets.activation), steps)
+            self.next_snapshot = _next_multiple(steps, self.cfg.league.snapshot_every)
+        if self.next_eval is not None and steps >= self.next_eval:
+            self.evaluate(nets, optimizer, steps)
+            self.next_eval = _next_multiple(steps, self.cfg.eval.every)
+        if steps >= self.next_checkpoint:
+            self.checkpoint(nets, optimizer, steps, latest=True)
+            self.next_checkpoint = _next_multiple(steps, self.cfg.checkpoint_every)
+
+    def evaluate(self, nets, optimizer, steps: int) -> dict[str, Any]:
+        from train.evaluate import evaluate_fields
+        from train.sb3_trainer import eval_players, rules_for
+        cfg = self.cfg
+        results = evaluate_fields(actor_mlp(nets.actor, nets.activation),
+                                  rules_for(cfg, eval_players(cfg)), cfg.eval.opponents,
+                                  cfg.eval.deals, seed=cfg.seed + 1, jobs=cfg.eval.jobs)
+        for field_name, r in results.items():
+            for key in ("rank_points", "ci_low", "ci_high", "president_rate", "arschloch_rate"):
+                self.writer.add_scalar(f"eval/vs_{field_name}/{key}", r[key], steps)
+        entry = {"steps": steps, "results": results}
+        self.evaluations.append(entry)
+        score = results[cfg.eval.best_by]["rank_points"]
+        if self.best is None or score > self.best:
+            self.best = score
+            self.checkpoint(nets, optimizer, steps, latest=False, name="best")
+        self.log_line(f"step {steps}: rank points over par " + ", ".join(
+            f"vs {f} {r['advantage']:+.3f} [{r['advantage_ci_low']:+.3f}, "
+            f"{r['advantage_ci_high']:+.3f}]" for f, r in results.items()))
+        return entry
+
+    def checkpoint(self, nets, optimizer, steps: int, latest: bool,
+                   name: str | None = None) -> Path:
+        from train.sb3_trainer import code_version, rules_for
+        cfg = self.cfg
+        actor_in = nets.actor[0].in_features
+        payload = {"steps": steps, "actor": nets.actor.state_dict(),
+                   "critic": nets.critic.state_dict(), "optimizer": optimizer.state_dict(),
+                   "obs_size": actor_in, "num_actions": nets.actor[-1].out_features,
+                   "critic_input": nets.critic[0].in_features,
+                   "net_arch": list(cfg.ppo.net_arch), "activation": nets.activation,
+                   "critic_state": nets.critic_state}
+        meta = {"steps": steps, "config": cfg.to_dict(), "rules": rules_for(cfg).to_dict(),
+                "seed": cfg.seed, "code_version": code_version(),
+                "league": list(self.league.snapshots), "evaluations": self.evaluations,
+                "best": self.best, "illegal_actions": self.illegal}
+        if latest:
+            self.league.update_current(actor_mlp(nets.actor, nets.activation))
+        return save_checkpoint(self.run, name or f"step_{steps:012d}", payload, meta, latest)
+
+    def finish(self, nets, optimizer, steps: int) -> Path:
+        """The closing evaluation (if the last one is stale) and checkpoint."""
+        if not self.evaluations or self.evaluations[-1]["steps"] != steps:
+            self.evaluate(nets, optimizer, steps)
+        return self.checkpoint(nets, optimizer, steps, latest=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        if self.writer is not None:
+            self.writer.close()
+
+    def log_line(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.write(text)
+        else:
+            print(text, flush=True)
+
+
+__all__ = ["Bookkeeper"]

@@ -1,0 +1,310 @@
+"""Who plays which seat in the batched games of ``ppo-vec``: the learner, its league, the bots.
+
+A :class:`Table` is one :class:`~arschloch_env.vector.VectorGame` (one player count) plus a
+controller for every seat of every game, drawn again whenever a game starts a new match:
+
+| kind | plays with | trained on |
+|---|---|---|
+| ``LEARNER`` | the learner's torch actor (one random seat per game) | yes |
+| ``CURRENT`` | the learner's torch actor (``current`` in the mix) | yes |
+| ``SNAPSHOT`` | a frozen league snapshot, batched per snapshot | no |
+| ``RANDOM`` | a uniform legal action from the engine's sampler (``random``) | no |
+| ``AGENT`` | any other agent spec (``greedy``, ``expert``, a bundle ...) at Python speed | no |
+
+The trainer asks the learner's actor for the ``LEARNER``/``CURRENT`` rows itself and then
+:meth:`Table.opponent_actions` fills in the rest.
+
+**Agent seats.** Agent seats are grouped into whole games: a share ``a`` of the games (``a``
+= the summed share of the agent specs in the mix) seat agents in every opponent seat, the
+others draw only from ``current``/``snapshots``/``random``. So each kind still gets its share
+of the opponent seats, and ``a`` is also the share of games that run at Python speed.
+Every agent is asked as :func:`agents.runner.ask` would (``act(observation dict, view)``)
+with the vector engine's observation row and mask. One that reads the public view
+(``uses_view``, e.g. expert) takes it from a mirror reference game ``Game(rules,
+seed=vg.match_seed[j], match_index=vg.match_index[j], auto_pass=True)`` stepped with the same
+actions; the vector engine reproduces the reference move for move (``tests/test_vector.py``),
+which ``debug=True`` checks on every step (observation, mask, seat to act, match end).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from agents.base import make_agent
+from agents.mlp import MLP
+from arschloch_env.engine import Game
+from arschloch_env.observation import Encoder
+from arschloch_env.vector import VectorGame
+from arschloch_env.view import public_view
+
+LEARNER, CURRENT, SNAPSHOT, RANDOM, AGENT = range(5)
+POLICY_KINDS = ("current", "snapshots", "random")
+
+
+NEG = -1e8
+"""The logit of an illegal action: its probability is exactly 0 (not -inf, which turns the
+entropy's gradient into NaN)."""
+LOGP_FLOOR = -80.0
+"""exp() is fast only above about -87; probabilities are taken from log-probabilities clamped
+here (and masked), which changes nothing a float32 sum can see."""
+
+
+def sample_masked(logits, mask, generator):
+    """Samples one legal action per row; returns (actions, log-probabilities).
+
+    One uniform ``u`` per row, scaled into ``[0, total)``, picks the first action whose
+    cumulative probability exceeds it; illegal probabilities are exactly 0, so that action
+    has a positive probability: it is legal."""
+    import torch
+
+    logp_all = torch.log_softmax(torch.where(mask, logits, NEG), dim=-1)
+    cdf = (logp_all.clamp(min=LOGP_FLOOR).exp_() * mask).cumsum_(dim=-1)
+    u = torch.rand((len(cdf), 1), generator=generator, device=cdf.device)
+    u *= cdf[:, -1:] * (1.0 - 2.0 ** -20)  # strictly below the total after rounding
+    actions = (cdf <= u).sum(dim=-1)
+    return actions, logp_all.gather(1, actions[:, None])[:, 0]
+
+
+def bool_tensor(mask: np.ndarray):
+    """A torch bool view of an int8 0/1 mask (no copy)."""
+    import torch
+    return torch.from_numpy(mask.view(np.bool_))
+
+
+class SnapshotPool:
+    """The league's frozen snapshots, run together in one batched forward.
+
+    Snapshots are loaded once and kept for the whole run (the ``which`` indices of running
+    games stay valid when a snapshot leaves the pool); new seats draw from :attr:`active`
+    only. Their weights are stacked ([K, in, out] per layer), so the rows of every snapshot
+    in use go through one ``baddbmm`` per layer, grouped by snapshot and padded to the
+    largest group, instead of one small forward per snapshot."""
+
+    def __init__(self, league, device="cpu"):
+        self.league, self.device = league, device
+        self.mlps: list[MLP] = []
+        self.index: dict[str, int] = {}
+        self.active = np.zeros(0, np.int64)
+        self.stack: list[tuple[Any, Any]] = []
+        self.activation = "tanh"
+
+    def refresh(self) -> None:
+        import torch
+
+        added = False
+        for snap in self.league.snapshots:
+            if snap["file"] not in self.index:
+                self.index[snap["file"]] = len(self.mlps)
+                self.mlps.append(MLP.load(self.league.root / snap["file"]))
+                added = True
+        self.active = np.array([self.index[s["file"]] for s in self.league.snapshots], np.int64)
+        if added:
+            self.activation = self.mlps[0].activation
+            self.stack = [
+                (torch.from_numpy(np.stack([m.layers[i][0].T for m in self.mlps])).to(self.device),
+                 torch.from_numpy(np.stack([m.layers[i][1][None] for m in self.mlps]))
+                 .to(self.device))
+                for i in range(len(self.mlps[0].layers))]
+
+    def logits(self, which: np.ndarray, obs: np.ndarray):
+        """The logits of snapshot ``which[i]`` for observation ``obs[i]`` (torch [rows, A])."""
+        import torch
+
+        groups, group, counts = np.unique(which, return_inverse=True, return_counts=True)
+        order = np.argsort(group, kind="stable")
+        pos = np.empty(len(which), np.int64)
+        pos[order] = np.arange(len(which)) - np.repeat(np.cumsum(counts) - counts, counts)
+        G, M = len(groups), int(counts.max())
+        flat = torch.from_numpy(group * M + pos).to(self.device)  # row -> padded slot
+        x = torch.zeros((G * M, obs.shape[1]), device=self.device)
+        x.index_copy_(0, flat, torch.from_numpy(obs).to(self.device))
+        x = x.view(G, M, -1)
+        every = G == len(self.mlps)
+        used = None if every else torch.from_numpy(groups).to(self.device)
+        act = torch.tanh if self.activation == "tanh" else torch.relu
+        for i, (w, b) in enumerate(self.stack):
+            x = torch.baddbmm(b, x, w) if every else torch.baddbmm(b[used], x, w[used])
+            if i < len(self.stack) - 1:
+                x = act(x)
+        return x.reshape(G * M, -1).index_select(0, flat)
+
+
+class Table:
+    """One VectorGame and the controllers of its seats (see the module docstring).
+
+    Args:
+        rules: the rules object (with its player count).
+        num_games: B of this table.
+        seed: series seed of the VectorGame.
+        mix: share per opponent kind (``current``, ``snapshots``, ``random``, agent specs).
+        pool: the snapshot pool (shared by every table).
+        rng: numpy generator for the seat draws.
+        generator: torch generator for the snapshots' sampling.
+        threads: numba threads of the engine.
+        debug: check every mirror game against the vector engine on every step.
+    """
+
+    def __init__(self, rules, num_games: int, seed: int, mix: dict[str, float],
+                 pool: SnapshotPool, rng: np.random.Generator, generator, threads: int = 1,
+                 debug: bool = False):
+        self.vg = VectorGame(rules, num_games=num_games, seed=seed, threads=threads)
+        self.rules, self.B, self.n = self.vg.rules, num_games, self.vg.n
+        self.rules_dict = self.rules.to_dict()
+        self.pool, self.rng, self.generator, self.debug = pool, rng, generator, debug
+        total = sum(mix.values())
+        self.policy_share = {k: mix.get(k, 0.0) / total for k in POLICY_KINDS}
+        self.specs = [k for k in mix if k not in POLICY_KINDS and mix[k] > 0]
+        self.agent_share = sum(mix[k] for k in self.specs) / total
+        for spec in self.specs:
+            make_agent(spec)  # fail on a bad spec before any game
+        self.encoder = Encoder(self.vg.R)
+        self.kind = np.zeros((num_games, self.n), np.int8)
+        self.which = np.zeros((num_games, self.n), np.int64)
+        self.agents: dict[int, list[Any]] = {}     # game -> agent per seat (None elsewhere)
+        self.mirrors: dict[int, Game] = {}         # game -> reference game (view agents)
+        self.seat_counts: dict[str, int] = {}
+        self.returns = np.zeros((num_games, self.n), np.float64)
+        self.finished: list[np.ndarray] = []       # the learner seat's return per match
+        self.obs, self.mask = self.vg.reset()
+        self.seat_games(np.arange(num_games))
+
+    # -- seating ------------------------------------------------------------------------------
+
+    def seat_games(self, games: np.ndarray) -> None:
+        """Draws the controllers of every seat of ``games`` for their new match."""
+        k, n, rng = len(games), self.n, self.rng
+        if k == 0:
+            return
+        shares = np.array([self.policy_share[x] for x in POLICY_KINDS])
+        if shares.sum() > 0:
+            drawn = rng.choice(3, size=(k, n), p=shares / shares.sum())
+        else:
+            drawn = np.zeros((k, n), np.int64)
+        kind = np.array([CURRENT, SNAPSHOT, RANDOM], np.int8)[drawn]
+        which = np.zeros((k, n), np.int64)
+        snap = kind == SNAPSHOT
+        if len(self.pool.active):
+            which[snap] = self.pool.active[rng.integers(len(self.pool.active),
+                                                        size=int(snap.sum()))]
+        else:
+            kind[snap] = CURRENT  # no snapshot yet: the learner's current weights
+        agent_game = rng.random(k) < self.agent_share
+        if agent_game.any():
+            kind[agent_game] = AGENT
+            which[agent_game] = rng.integers(len(self.specs), size=(int(agent_game.sum()), n))
+        learner = rng.integers(n, size=k)
+        kind[np.arange(k), learner] = LEARNER
+        self.kind[games], self.which[games] = kind, which
+        for g, row in zip(games.tolist(), kind):
+            self.agents.pop(g, None)
+            self.mirrors.pop(g, None)
+            if (row == AGENT).any():
+                self._seat_agents(g)
+        self._count(kind, which, learner)
+
+    def _seat_agents(self, g: int) -> None:
+        seed = int(self.vg.match_seed[g])
+        agents: list[Any] = [None] * self.n
+        for s in np.flatnonzero(self.kind[g] == AGENT).tolist():
+            agent = make_agent(self.specs[int(self.which[g, s])])
+            if hasattr(agent, "reset"):
+                agent.reset(self.rules_dict, s, seed * 7 + s + 1)
+            agents[s] = agent
+        self.agents[g] = agents
+        if self.debug or any(getattr(a, "uses_view", True) for a in agents if a is not None):
+            self.mirrors[g] = Game(self.rules, seed=seed, match_index=int(self.vg.match_index[g]),
+                                   auto_pass=True)
+
+    def _count(self, kind, which, learner) -> None:
+        names = {CURRENT: "current", SNAPSHOT: "snapshots", RANDOM: "random"}
+        opp = np.ones(kind.shape, bool)
+        opp[np.arange(len(kind)), learner] = False
+        for code, name in names.items():
+            self.seat_counts[name] = self.seat_counts.get(name, 0) + int((kind[opp] == code).sum())
+        agent_which = which[opp & (kind == AGENT)]
+        for i, spec in enumerate(self.specs):
+            self.seat_counts[spec] = self.seat_counts.get(spec, 0) + int((agent_which == i).sum())
+
+    # -- acting -------------------------------------------------------------------------------
+
+    @property
+    def seat(self) -> np.ndarray:
+        """int64 [B]: the seat to act in each game."""
+        return self.vg.current_seat
+
+    def acting_kind(self, seat: np.ndarray) -> np.ndarray:
+        return self.kind[np.arange(self.B), seat]
+
+    def opponent_actions(self, actions: np.ndarray, seat: np.ndarray, kind: np.ndarray) -> int:
+        """Fills ``actions`` for the rows whose seat is not the learner's (``kind`` of the seat
+        to act per game); returns how many of the snapshots' actions were illegal (0: masking
+        makes them impossible)."""
+        import torch
+
+        illegal = 0
+        snap_rows = np.flatnonzero(kind == SNAPSHOT)
+        if len(snap_rows):
+            with torch.inference_mode():
+                logits = self.pool.logits(self.which[snap_rows, seat[snap_rows]],
+                                          self.obs[snap_rows])
+                a, _ = sample_masked(logits, bool_tensor(self.mask[snap_rows]).to(logits.device),
+                                     self.generator)
+            actions[snap_rows] = a.cpu().numpy()
+            illegal += int((self.mask[snap_rows, actions[snap_rows]] == 0).sum())
+        rand_rows = np.flatnonzero(kind == RANDOM)
+        if len(rand_rows):
+            actions[rand_rows] = self.vg.sample_actions()[rand_rows]
+        for g in np.flatnonzero(kind == AGENT).tolist():
+            s = int(seat[g])
+            agent = self.agents[g][s]
+            # the engine's row is the observation the mirror would encode (checked by debug)
+            view = public_view(self.mirrors[g], s) if getattr(agent, "uses_view", True) else None
+            actions[g] = agent.act({"observation": self.obs[g], "action_mask": self.mask[g]},
+                                   view)
+        return illegal
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Steps the games (and the mirrors), re-seats the games whose match ended; returns
+        ``(rewards [B, n], done [B])``."""
+        self.obs, self.mask, rewards, done = self.vg.step(actions)
+        for g, game in self.mirrors.items():
+            game.step(int(actions[g]))
+            if self.debug:
+                self._check_mirror(g, game, bool(done[g]))
+        self.returns += rewards
+        if done.any():
+            games = np.flatnonzero(done)
+            learner = np.argmax(self.kind[games] == LEARNER, axis=1)
+            self.finished.append(self.returns[games, learner])
+            self.returns[games] = 0.0
+            self.seat_games(games)
+        return rewards, done
+
+    def _check_mirror(self, g: int, game: Game, done: bool) -> None:
+        if game.is_over != done:
+            raise AssertionError(f"game {g}: the mirror's match end ({game.is_over}) differs "
+                                 f"from the vector engine's ({done})")
+        if done:
+            return
+        seat = int(self.vg.current_seat[g])
+        if game.current != seat or not np.array_equal(
+                self.encoder.observe(game, seat), self.obs[g]) or not np.array_equal(
+                game.legal_mask(), self.mask[g]):
+            raise AssertionError(f"game {g}: the mirror reference game left the vector "
+                                 f"engine (seat {game.current} vs {seat})")
+
+    def take_finished(self) -> np.ndarray:
+        """The learner seat's return of every match finished since the last call."""
+        out = np.concatenate(self.finished) if self.finished else np.zeros(0)
+        self.finished = []
+        return out
+
+    def take_seat_counts(self) -> dict[str, int]:
+        counts, self.seat_counts = self.seat_counts, {}
+        return counts
+
+
+__all__ = ["AGENT", "CURRENT", "LEARNER", "RANDOM", "SNAPSHOT", "SnapshotPool",
+           "LOGP_FLOOR", "NEG", "Table", "bool_tensor", "sample_masked"]
