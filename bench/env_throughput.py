@@ -2,6 +2,7 @@
 
 (a) the engine alone (``Game.legal_actions`` + ``Game.step``), (b) what ``arschloch_env.env()``
 returns, through the full AEC loop (``agent_iter``, ``last``, pick from the mask, ``step``),
+(picks by Python's ``random``, the same in every loop, so that the harness costs little),
 and beside them the same AEC loop over PettingZoo's ``leduc_holdem_v4`` (needs the ``bench``
 extra: rlcard and pygame). Median and range of 3 runs.
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import statistics
 import time
 
@@ -21,7 +23,7 @@ import numpy as np
 def engine_loop(preset: str, seconds: float) -> tuple[float, float]:
     from arschloch_env.engine import Game
 
-    rng = np.random.default_rng(0)
+    pick = random.Random(0).random
     decisions = rounds = 0
     seed = 0
     end = time.perf_counter() + seconds
@@ -31,7 +33,7 @@ def engine_loop(preset: str, seconds: float) -> tuple[float, float]:
         seed += 1
         while not game.is_over:
             legal = game.legal_actions()
-            game.step(legal[int(rng.integers(len(legal)))])
+            game.step(legal[int(pick() * len(legal))])
             decisions += 1
         rounds += game.rounds_done
     elapsed = time.perf_counter() - start
@@ -41,7 +43,7 @@ def engine_loop(preset: str, seconds: float) -> tuple[float, float]:
 def aec_loop(make_env, seconds: float, rounds_of) -> tuple[float, float]:
     env = make_env()
     env.reset(seed=0)
-    rng = np.random.default_rng(0)
+    pick = random.Random(0).random
     steps = rounds = 0
     end = time.perf_counter() + seconds
     start = time.perf_counter()
@@ -52,7 +54,7 @@ def aec_loop(make_env, seconds: float, rounds_of) -> tuple[float, float]:
                 action = None
             else:
                 legal = np.flatnonzero(obs["action_mask"])
-                action = int(legal[rng.integers(len(legal))])
+                action = int(legal[int(pick() * len(legal))])
             env.step(action)
             steps += 1
         rounds += rounds_of(env)
