@@ -147,6 +147,7 @@ class Encoder:
         self._hot4, self._hot5, self._hot6 = _onehots(4), _onehots(5), _onehots(SEATS)
         self._present = tuple(_floats([1.0] * k + [0.0] * (SEATS - k)) for k in range(SEATS + 1))
         self._empty_hand = bytes(16 * R)
+        self._const_game, self._const_round, self._const = None, -1, {}
         # hand and face-up cards are suit masks, played cards are counts
         self._cards3 = (THERMO_MASK,) * R + (THERMO,) * R + (THERMO_MASK,) * R
         self._held = tuple(_floats([c * 0.1]) for c in range(4 * R + 1))
@@ -189,15 +190,11 @@ class Encoder:
         else:
             pieces += (rank_hot[-1], hot4[-1], hot6[-1],
                        ONE if acting and phase == "play" else ZERO)
-        pieces.extend(map(THERMO_MASK.__getitem__, g.given[seat] + g.received[seat]))
+        given_received, progress, titles, totals = self._round_constants(g, seat)
+        pieces.append(given_received)
         pieces.append(hot4[PHASE_INDEX[phase]] if phase in PHASE_INDEX else hot4[-1])
         pieces.append(hot4[g.to_give if acting and phase == "give" else 0])
-        rules = g.rules
-        if rules.rounds is not None:
-            pieces.append(_PACK_2(min(g.round / rules.rounds, 1.0),
-                                  1.0 if g.round >= rules.rounds else 0.0))
-        else:
-            pieces.append(_PACK_2(min(max(g.totals) / rules.target_points, 1.0), 0.0))
+        pieces.append(progress)
         # Seat features in the observer's relative order, padded to SEATS; every value is a
         # table lookup (map over a C-level getitem), which is what keeps this fast.
         places = g.places[seat:] + g.places[:seat]
@@ -211,8 +208,32 @@ class Encoder:
         pieces.append(pad1)
         pieces.extend(map(self._place_hot.__getitem__, places))
         pieces.append(self._pad6[n])
-        pieces.extend(map(self._title_hot.__getitem__, g.titles[seat:] + g.titles[:seat]))
-        pieces.append(self._pad5[n])
-        pieces.append(_pack_floats(map(_INV15.__mul__, g.totals[seat:] + g.totals[:seat])))
-        pieces.append(pad1)
+        pieces.append(titles)
+        pieces.append(totals)
         return pieces
+
+    def _round_constants(self, g, seat: int) -> tuple[bytes, bytes, bytes, bytes]:
+        """The slices that cannot change during the play phase of a round (exchange cards,
+        match progress, titles, totals), cached per seat for the game and round at hand."""
+        if g.phase != "play":
+            return self._constants(g, seat)
+        if g is not self._const_game or g.round != self._const_round:
+            self._const_game, self._const_round, self._const = g, g.round, {}
+        const = self._const.get(seat)
+        if const is None:
+            const = self._const[seat] = self._constants(g, seat)
+        return const
+
+    def _constants(self, g, seat: int) -> tuple[bytes, bytes, bytes, bytes]:
+        n, rules = g.n, g.rules
+        given_received = b"".join(map(THERMO_MASK.__getitem__, g.given[seat] + g.received[seat]))
+        if rules.rounds is not None:
+            progress = _PACK_2(min(g.round / rules.rounds, 1.0),
+                               1.0 if g.round >= rules.rounds else 0.0)
+        else:
+            progress = _PACK_2(min(max(g.totals) / rules.target_points, 1.0), 0.0)
+        titles = b"".join(map(self._title_hot.__getitem__,
+                              g.titles[seat:] + g.titles[:seat])) + self._pad5[n]
+        totals = _pack_floats(map(_INV15.__mul__, g.totals[seat:] + g.totals[:seat])) + \
+            self._pad1[n]
+        return given_received, progress, titles, totals
