@@ -15,12 +15,7 @@ class AgentError(RuntimeError):
 
 def observation_of(game: Game, encoder: Encoder, seat: int) -> dict:
     """The AEC observation dict of ``seat`` (mask all 0 unless it is the seat to act)."""
-    import numpy as np
-    if seat == game.current and not game.is_over:
-        mask = game.legal_mask()
-    else:
-        mask = np.zeros(game.codec.size, dtype=np.int8)
-    return {"observation": encoder.observe(game, seat), "action_mask": mask}
+    return encoder.observation(game, seat)
 
 
 def ask(agent: Any, game: Game, encoder: Encoder) -> int:

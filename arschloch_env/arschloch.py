@@ -196,13 +196,7 @@ class raw_env(AECEnv):
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         self._require_reset()
-        seat = self.agent_name_mapping[agent]
-        g = self.game
-        if seat == g.current and not g.is_over:
-            mask = g.legal_mask()
-        else:
-            mask = np.zeros(self.num_actions, dtype=np.int8)
-        return {"observation": self.encoder.observe(g, seat), "action_mask": mask}
+        return self.encoder.observation(self.game, self.agent_name_mapping[agent])
 
     def state(self) -> np.ndarray:
         self._require_reset()

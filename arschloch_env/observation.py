@@ -162,6 +162,15 @@ class Encoder:
         """The observation of ``seat``: what a careful human player in that seat knows."""
         return np.frombuffer(bytearray(b"".join(self._pieces(game, seat))), dtype=np.float32)
 
+    def observation(self, game, seat: int) -> dict[str, np.ndarray]:
+        """The AEC observation dict of ``seat``: the vector and the action mask (all 0 unless
+        ``seat`` is the seat to act)."""
+        if seat == game.current and game.phase != "over":
+            mask = game.legal_mask()
+        else:
+            mask = np.zeros(game.codec.size, dtype=np.int8)
+        return {"observation": self.observe(game, seat), "action_mask": mask}
+
     def state(self, game, seat: int) -> np.ndarray:
         """The full-information vector from ``seat``'s point of view (all hands)."""
         n = game.n
