@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("ppo_vec_*.yaml"))
 SMALL = [
     "total_steps=60000", "checkpoint_every=30000", "torch_threads=1", "vec.collect_threads=1",
-    "ppo.learning_rate=0.001", "ppo.n_epochs=4", "ppo.gamma=0.99", "ppo.net_arch=[64,64]",
+    "ppo.learning_rate=0.001", "ppo.lr_final=0.0005", "ppo.n_epochs=4", "ppo.gamma=0.99", "ppo.net_arch=[64,64]",
     "league.snapshot_every=15000", "league.max_snapshots=10",
     "vec.num_games=256", "vec.rollout_steps=32", "vec.debug=true",
     "vec.mix={current: 0.4, snapshots: 0.2, random: 0.3, greedy: 0.05, expert: 0.05}",
@@ -186,6 +186,8 @@ def test_shipped_ppo_vec_configs_load():
     ("vec.num_games=0", "vec.num_games"),
     ("vec.mix={current: -1}", "vec.mix"),
     ("algo=ppo-fast", "algo"),
+    ("ppo.lr_final=fast", "ppo.lr_final: expected a number"),
+    ("ppo.lr_final=-1", "ppo.lr_final"),
 ])
 def test_vec_config_errors_name_the_key(override, message):
     with pytest.raises(ConfigError) as info:
@@ -232,6 +234,21 @@ def test_checkpoints_are_plain_state_dicts(small_run):
     for path in (small_run / "checkpoints").glob("*.pt"):
         data = torch.load(str(path), weights_only=True)
         assert data["format"] == "arschloch-ppo-vec" and "optimizer" in data
+
+
+def test_learning_rate_decays_to_lr_final(small_run):
+    import torch
+    cfg = load_config(CONFIGS[0], SMALL)
+    assert cfg.learning_rate_at(0) == 0.001
+    assert cfg.learning_rate_at(cfg.total_steps // 2) == pytest.approx(0.00075)
+    assert cfg.learning_rate_at(10 * cfg.total_steps) == pytest.approx(0.0005)
+    lrs = {}
+    for path in (small_run / "checkpoints").glob("*.pt"):
+        data = torch.load(str(path), weights_only=True)
+        lrs[data["steps"]] = data["optimizer"]["param_groups"][0]["lr"]
+    # each rollout trains at the rate of the samples before it, so the last one is above final
+    assert len(lrs) >= 2 and all(0.0005 < lr < 0.001 for lr in lrs.values())
+    assert [lrs[k] for k in sorted(lrs)] == sorted(lrs.values(), reverse=True)
 
 
 def test_export_matches_the_torch_actor(small_run, tmp_path):

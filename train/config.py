@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
+from types import NoneType, UnionType
 from typing import Any, get_args, get_origin, get_type_hints
 
 import yaml
@@ -20,7 +21,10 @@ class ConfigError(ValueError):
 @dataclass
 class PPOConfig:
     learning_rate: float = 3e-4
-    """Adam step size."""
+    """Adam step size at the start."""
+    lr_final: float | None = None
+    """Step size at ``total_steps``, reached linearly from ``learning_rate`` (None: constant).
+    A resumed run follows the same line from where it stopped."""
     n_steps: int = 1024
     """Environment steps per env between updates (rollout length)."""
     batch_size: int = 512
@@ -131,6 +135,14 @@ class TrainConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     vec: VecConfig = field(default_factory=VecConfig)
 
+    def learning_rate_at(self, steps: int) -> float:
+        """The step size after ``steps`` samples: constant, or linear to ``ppo.lr_final``."""
+        p = self.ppo
+        if p.lr_final is None:
+            return p.learning_rate
+        done = min(1.0, steps / max(1, self.total_steps))
+        return p.learning_rate + (p.lr_final - p.learning_rate) * done
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -142,6 +154,9 @@ def _coerce(value: Any, typ: Any, where: str) -> Any:
             raise ConfigError(f"{where}: expected a mapping, got {value!r}")
         return _build(typ, value, where + ".")
     origin = get_origin(typ)
+    if origin is UnionType:
+        (inner,) = [t for t in get_args(typ) if t is not NoneType]
+        return None if value is None else _coerce(value, inner, where)
     if origin is list:
         (item,) = get_args(typ)
         if not isinstance(value, list):
@@ -236,6 +251,9 @@ def validate(cfg: TrainConfig) -> None:
             raise ConfigError(f"{name}: must be at least 1, got {getattr(cfg, name)}")
     if cfg.ppo.activation not in ("tanh", "relu"):
         raise ConfigError(f"ppo.activation: {cfg.ppo.activation!r}; allowed: tanh, relu")
+    if cfg.ppo.learning_rate <= 0 or cfg.ppo.lr_final is not None and cfg.ppo.lr_final <= 0:
+        raise ConfigError(f"ppo.learning_rate {cfg.ppo.learning_rate} and ppo.lr_final "
+                          f"{cfg.ppo.lr_final} must be positive (lr_final may be null)")
     if not cfg.ppo.net_arch or any(h < 1 for h in cfg.ppo.net_arch):
         raise ConfigError(f"ppo.net_arch: {cfg.ppo.net_arch} must be positive layer sizes")
     mix = cfg.league.mix

@@ -414,6 +414,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     try:
         while steps < cfg.total_steps:
             t0 = time.perf_counter()
+            for group in optimizer.param_groups:
+                group["lr"] = cfg.learning_rate_at(steps)
             samples, stats, losses = iteration(tables, nets, optimizer, buf, cfg, generator,
                                                device)
             steps += samples

@@ -161,6 +161,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         model = MaskablePPO.load(str(run.root / json.loads(run.latest.read_text())["checkpoint"]),
                                  env=envs, device=cfg.device,
                                  custom_objects={"tensorboard_log": str(run.tb)})
+    # SB3's own schedules restart on resume; this one follows the run's sample count.
+    model.lr_schedule = lambda _progress: cfg.learning_rate_at(model.num_timesteps)
     loop = TrainingLoop(cfg, run, league, meta, progress=progress)
     remaining = cfg.total_steps - model.num_timesteps
     started = time.time()

@@ -1,0 +1,56 @@
+"""The bundles shipped in bots/: complete, legal at every table size
+they were trained for, and the evaluation script that produces their figures."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from train.tournament import run_tournament
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = sorted(p for p in (ROOT / "bots").iterdir() if (p / "manifest.json").is_file())
+
+
+def test_there_is_a_bot_per_deck_family():
+    presets = {json.loads((p / "manifest.json").read_text())["rules"]["preset"]
+               for p in SHIPPED}
+    assert {"culo", "tavern"} <= presets
+
+
+@pytest.mark.parametrize("bot", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_bundle_is_complete(bot):
+    manifest = json.loads((bot / "manifest.json").read_text())
+    assert (bot / manifest["policy"]["file"]).is_file()
+    for name in ("EVALUATION.md", "learning_curves.png"):
+        assert (bot / name).is_file(), f"{bot.name}: {name} is missing"
+    text = (bot / "EVALUATION.md").read_text()
+    assert "arschloch tournament" in text or "evaluate_bot.py" in text, \
+        f"{bot.name}: EVALUATION.md must name the commands behind its figures"
+
+
+@pytest.mark.parametrize("bot", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_bundle_plays_every_table_size_it_was_trained_for(bot):
+    manifest = json.loads((bot / "manifest.json").read_text())
+    for n in manifest["players"]:
+        res = run_tournament(manifest["rules"]["preset"], [str(bot), "greedy"], deals=3,
+                             seed=1, jobs=1, players=n)
+        assert res.complete and res.games == 3 * n
+
+
+def test_evaluation_script_writes_tables_and_goals(tmp_path):
+    bot = SHIPPED[0]
+    out = tmp_path / "eval"
+    cmd = [sys.executable, str(ROOT / "scripts" / "evaluate_bot.py"), str(bot),
+           "--out", str(out), "--deals", "4", "--mc-deals", "0", "--other-deals", "2",
+           "--jobs", "1"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-2000:]
+    text = (out / "evaluation.md").read_text()
+    assert "| 4 | expert | 4 |" in text and "goal (4 players)" in text
+    assert "over par against 3x expert" in text
+    # a second run reads the finished tournaments instead of playing them again
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert again.returncode == 0 and "deals ..." not in again.stdout
