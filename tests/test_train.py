@@ -114,7 +114,8 @@ def test_sigkill_then_resume_loses_nothing(tmp_path):
     args = [sys.executable, "-m", "arschloch_env.cli", "train", "--config", str(SMOKE),
             "--run-dir", str(run), "--no-progress", "--set", "total_steps=12000",
             "--set", "checkpoint_every=4096", "--set", "ppo.n_steps=256",
-            "--set", "league.snapshot_every=2048", "--set", "eval.deals=5"]
+            "--set", "league.snapshot_every=2048", "--set", "eval.deals=5",
+            "--set", "ppo.lr_final=0.0001"]
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
@@ -131,10 +132,14 @@ def test_sigkill_then_resume_loses_nothing(tmp_path):
         assert zipfile.is_zipfile(final), f"{final} is half-written"
 
     res = cli("train", "--config", SMOKE, "--run-dir", run, "--resume", "--no-progress",
-              "--set", "total_steps=12000")
+              "--set", "total_steps=12000", "--set", "ppo.lr_final=0.0001")
     assert res.returncode == 0, res.stderr[-3000:]
     last = json.loads((run / "latest.json").read_text())
     assert last["steps"] >= 12000
+    from sb3_contrib import MaskablePPO
+    model = MaskablePPO.load(str(run / last["checkpoint"]), device="cpu")
+    # the decay follows the run's steps across the resume and ends at lr_final
+    assert model.policy.optimizer.param_groups[0]["lr"] == pytest.approx(0.0001)
     meta = json.loads((run / last["meta"]).read_text())
     assert meta["config"]["total_steps"] == 12000
     steps = [s["steps"] for s in meta["league"]]

@@ -68,6 +68,12 @@ def make_env(cfg: TrainConfig, index: int, league_dir: Path):
     return thunk
 
 
+def lr_schedule(cfg: TrainConfig):
+    """SB3 schedule of ``cfg.learning_rate_at``. SB3's progress is 1 - steps / total_steps,
+    on resume too (it adds the steps done to the remaining ones)."""
+    return lambda progress: cfg.learning_rate_at(round((1.0 - progress) * cfg.total_steps))
+
+
 def make_model(cfg: TrainConfig, envs, tb_dir: Path):
     import torch
     from sb3_contrib import MaskablePPO
@@ -75,7 +81,7 @@ def make_model(cfg: TrainConfig, envs, tb_dir: Path):
     p = cfg.ppo
     activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[p.activation]
     return MaskablePPO(
-        "MlpPolicy", envs, learning_rate=p.learning_rate, n_steps=p.n_steps,
+        "MlpPolicy", envs, learning_rate=lr_schedule(cfg), n_steps=p.n_steps,
         batch_size=p.batch_size, n_epochs=p.n_epochs, gamma=p.gamma, gae_lambda=p.gae_lambda,
         clip_range=p.clip_range, ent_coef=p.ent_coef, vf_coef=p.vf_coef,
         max_grad_norm=p.max_grad_norm, seed=cfg.seed, device=cfg.device,
@@ -161,8 +167,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         model = MaskablePPO.load(str(run.root / json.loads(run.latest.read_text())["checkpoint"]),
                                  env=envs, device=cfg.device,
                                  custom_objects={"tensorboard_log": str(run.tb)})
-    # SB3's own schedules restart on resume; this one follows the run's sample count.
-    model.lr_schedule = lambda _progress: cfg.learning_rate_at(model.num_timesteps)
+    model.lr_schedule = lr_schedule(cfg)  # the config's, also when it changed for the resume
     loop = TrainingLoop(cfg, run, league, meta, progress=progress)
     remaining = cfg.total_steps - model.num_timesteps
     started = time.time()
