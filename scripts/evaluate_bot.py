@@ -5,10 +5,11 @@
 Every figure comes from a duplicate tournament (one round per deal, every deal replayed with
 the candidate in each seat against n-1 copies of the field bot, seed 7 unless told):
 
-- at 4 players: the bot against greedy and expert (``--deals``) and mc (``--mc-deals``), and
-  expert against greedy on the same deals, the step of the ladder the bot is held to;
-- at every other table size of ``--players`` the bundle was trained for: the bot against greedy
-  and expert (``--other-deals``).
+- at 4 players: the bot against expert (``--deals``), greedy (``--greedy-deals``) and mc
+  (``--mc-deals``), and expert against greedy (``--ladder-deals``, the first of the same
+  deals), the step of the ladder the bot is held to;
+- at every other table size of ``--players`` the bundle was trained for: the bot against each
+  of ``--other-fields`` (``--other-deals``).
 
 Each tournament's reports go to ``--out/<n>p_<candidate>_vs_<field>/``; the tables and the
 check of the strength goals go to ``--out/evaluation.md`` and to stdout. A tournament whose
@@ -109,12 +110,19 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("bot", help="bundle directory (bots/NAME)")
     p.add_argument("--out", required=True, help="directory for the tournament reports")
-    p.add_argument("--deals", type=int, default=10_000, help="4-player deals (default 10000)")
-    p.add_argument("--mc-deals", type=int, default=300, help="deals against mc (default 300)")
+    p.add_argument("--deals", type=int, default=10_000,
+                   help="4-player deals against expert (default 10000)")
+    p.add_argument("--greedy-deals", type=int, default=2_000,
+                   help="4-player deals against greedy (default 2000)")
+    p.add_argument("--ladder-deals", type=int, default=4_000,
+                   help="4-player deals of expert against greedy (default 4000)")
+    p.add_argument("--mc-deals", type=int, default=150, help="deals against mc (default 150)")
     p.add_argument("--other-deals", type=int, default=2_000,
                    help="deals at the other table sizes (default 2000)")
     p.add_argument("--players", type=int, nargs="*", default=[3, 5],
                    help="other table sizes to check (default 3 5; skipped unless trained for)")
+    p.add_argument("--other-fields", nargs="*", default=["expert"],
+                   help="field bots at the other table sizes (default expert)")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all)")
     args = p.parse_args(argv)
@@ -129,23 +137,28 @@ def main(argv: list[str] | None = None) -> int:
                           out / f"{n}p_{Path(cand).name}_vs_{field}")
 
     rows4 = {}
-    for field, deals in (("greedy", args.deals), ("expert", args.deals), ("mc", args.mc_deals)):
+    for field, deals in (("expert", args.deals), ("greedy", args.greedy_deals)):
         if deals > 0:
             rows4[field] = row(play(4, label, field, deals))
-    ladder = row(play(4, "expert", "greedy", args.deals))
+    ladder = row(play(4, "expert", "greedy", args.ladder_deals))
     others = []
     for n in args.players:
         if n in manifest["players"] and n != 4 and args.other_deals > 0:
-            for field in ("greedy", "expert"):
+            for field in args.other_fields:
                 others.append(row(play(n, label, field, args.other_deals)))
+    if args.mc_deals > 0:  # the slowest field, last
+        rows4["mc"] = row(play(4, label, "mc", args.mc_deals))
 
+    command = " ".join(["python scripts/evaluate_bot.py", *(sys.argv[1:] if argv is None
+                                                             else argv)])
     text = "\n\n".join([
         f"Duplicate tournaments of `{label}` ({rules}), one round per deal, seed {args.seed}; "
         "rank points per round (n - place; par (n-1)/2) with 95% CIs over deals.",
         table(list(rows4.values()) + others),
-        f"Ladder step on the same 4-player deals: expert against 3x greedy, paired "
-        f"{fmt(ladder['paired'], sign=True)}.",
+        f"Ladder step, the first {ladder['deals']:,} of the same 4-player deals: expert "
+        f"against 3x greedy, paired {fmt(ladder['paired'], sign=True)}.",
         goals(rows4, ladder),
+        f"Command: `{command}`",
     ]) + "\n"
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / "evaluation.md.part"

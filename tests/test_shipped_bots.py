@@ -44,7 +44,8 @@ def test_evaluation_script_writes_tables_and_goals(tmp_path):
     bot = SHIPPED[0]
     out = tmp_path / "eval"
     cmd = [sys.executable, str(ROOT / "scripts" / "evaluate_bot.py"), str(bot),
-           "--out", str(out), "--deals", "4", "--mc-deals", "0", "--other-deals", "2",
+           "--out", str(out), "--deals", "4", "--greedy-deals", "2", "--ladder-deals", "3",
+           "--mc-deals", "0", "--other-deals", "2",
            "--jobs", "1"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert res.returncode == 0, res.stderr[-2000:]
