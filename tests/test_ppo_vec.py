@@ -221,7 +221,8 @@ def test_tensorboard_has_the_sb3_trainers_scalars(small_run):
     acc.Reload()
     tags = set(acc.Tags()["scalars"])
     for tag in ("eval/vs_random/rank_points", "eval/vs_random/ci_low", "charts/samples_per_s",
-                "charts/illegal_actions", "league/pool_size", "league/share/current",
+                "charts/illegal_actions", "charts/learning_rate", "league/pool_size",
+                "league/share/current",
                 "league/share/expert", "rollout/ep_rew_mean", "losses/policy_loss",
                 "losses/value_loss", "losses/entropy", "losses/approx_kl"):
         assert tag in tags, tags

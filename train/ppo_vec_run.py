@@ -55,6 +55,7 @@ class Bookkeeper:
         if seconds > 0:
             w.add_scalar("charts/samples_per_s", samples / seconds, steps)
         w.add_scalar("charts/illegal_actions", self.illegal, steps)
+        w.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], steps)
         if len(stats["match_returns"]):
             w.add_scalar("rollout/ep_rew_mean", float(np.mean(stats["match_returns"])), steps)
         total = sum(stats["seats"].values())
