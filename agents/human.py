@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import signal
 import sys
 from typing import Any, Callable
 
@@ -473,6 +474,9 @@ def _cmd_play(args: argparse.Namespace) -> int:
     human = HumanAgent(hint=hint, hint_label=args.hint or "hint", labels=labels)
     print(f"Arschloch: {rules.preset}, {n} players, you are player_{args.seat}; seed {seed}. "
           f"'help' explains the input.")
+    # A parent that ignores SIGINT (nohup, some test runners) would pass that on to us and
+    # leave Ctrl-C dead; the player must always be able to leave.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     code, finished = 0, 0
     try:
         for k in range(args.matches):

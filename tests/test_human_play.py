@@ -242,3 +242,16 @@ def test_ctrl_c_and_ctrl_d_quit_cleanly_keeping_finished_matches(tmp_path):
     child.expect(pexpect.EOF)
     child.close()
     assert "you left the game" in child.before and child.exitstatus == 0
+
+
+def test_ctrl_c_works_even_when_the_parent_ignores_it(tmp_path):
+    import signal
+    # SIG_IGN is inherited across exec (nohup, some test runners): the game must undo it
+    child = pexpect.spawn(EXE, ["play", "--bots", "random", "--seed", "4"], encoding="utf-8",
+                          timeout=30, cwd=str(tmp_path), dimensions=(80, 220),
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    child.expect(PROMPT)
+    child.sendintr()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "interrupted (Ctrl-C)" in child.before and child.exitstatus == 130
