@@ -298,9 +298,9 @@ def test_new_run_refuses_an_existing_run_dir(small_run):
 def test_sigkill_then_resume_continues(tmp_path):
     run = tmp_path / "run"
     total = 40_000
-    args = train_args(run, f"total_steps={total}", "checkpoint_every=8000",
-                      "league.snapshot_every=5000", "eval.deals=5", "vec.debug=false",
-                      "vec.mix={current: 0.5, snapshots: 0.5}")
+    extra = (f"total_steps={total}", "checkpoint_every=8000", "league.snapshot_every=5000",
+             "eval.deals=5", "vec.debug=false", "vec.mix={current: 0.5, snapshots: 0.5}")
+    args = train_args(run, *extra)
     proc = subprocess.Popen([sys.executable, "-m", "arschloch_env.cli", *args], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
@@ -314,7 +314,7 @@ def test_sigkill_then_resume_continues(tmp_path):
     first_league = latest_meta(run)["league"]
     assert first_league, "a snapshot was due before the first checkpoint"
 
-    res = cli("train", "--config", CONFIGS[0], "--run-dir", run, "--resume", "--no-progress")
+    res = cli(*train_args(run, *extra), "--resume")  # the same command again, resumed
     assert res.returncode == 0, res.stderr[-3000:]
     meta = latest_meta(run)
     assert meta["steps"] >= total and meta["config"]["total_steps"] == total

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from agents.bundle import BundleError, load_bundle
 from arschloch_env.engine import Game
@@ -115,7 +116,7 @@ def test_sigkill_then_resume_loses_nothing(tmp_path):
             "--run-dir", str(run), "--no-progress", "--set", "total_steps=12000",
             "--set", "checkpoint_every=4096", "--set", "ppo.n_steps=256",
             "--set", "league.snapshot_every=2048", "--set", "eval.deals=5",
-            "--set", "ppo.lr_final=0.0001"]
+            "--set", "ppo.lr_final=0.0001", "--set", "league.max_snapshots=20"]
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
@@ -131,17 +132,19 @@ def test_sigkill_then_resume_loses_nothing(tmp_path):
         import zipfile
         assert zipfile.is_zipfile(final), f"{final} is half-written"
 
-    res = cli("train", "--config", SMOKE, "--run-dir", run, "--resume", "--no-progress",
-              "--set", "total_steps=12000", "--set", "ppo.lr_final=0.0001")
+    # the run's own config; --set extends it (and config.yaml says so for the next resume)
+    res = cli("train", "--run-dir", run, "--resume", "--no-progress",
+              "--set", "total_steps=14000")
     assert res.returncode == 0, res.stderr[-3000:]
+    assert yaml.safe_load((run / "config.yaml").read_text())["total_steps"] == 14000
     last = json.loads((run / "latest.json").read_text())
-    assert last["steps"] >= 12000
+    assert last["steps"] >= 14000
     from sb3_contrib import MaskablePPO
     model = MaskablePPO.load(str(run / last["checkpoint"]), device="cpu")
     # the decay follows the run's steps across the resume and ends at lr_final
     assert model.policy.optimizer.param_groups[0]["lr"] == pytest.approx(0.0001)
     meta = json.loads((run / last["meta"]).read_text())
-    assert meta["config"]["total_steps"] == 12000
+    assert meta["config"]["total_steps"] == 14000
     steps = [s["steps"] for s in meta["league"]]
     assert steps == sorted(steps) and steps[0] <= first["steps"]
 
@@ -149,6 +152,23 @@ def test_sigkill_then_resume_loses_nothing(tmp_path):
 def test_new_run_refuses_an_existing_run_dir(smoke_run):
     res = cli("train", "--config", SMOKE, "--run-dir", smoke_run)
     assert res.returncode == 2 and "--resume" in res.stderr
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--set", "ppo.net_arch=[32]"], "ppo.net_arch cannot change in a resumed run"),
+    (["--set", "league.mix={random: 1.0}"], "league.mix.random"),
+    (["--config", "configs/ppo_demo.yaml"], "differs in"),
+])
+def test_resume_refuses_changes_the_checkpoint_fixes(smoke_run, args, says):
+    before = (smoke_run / "config.yaml").read_text()
+    res = cli("train", "--run-dir", smoke_run, "--resume", *args)
+    assert res.returncode == 2 and says in res.stderr, res.stderr
+    assert (smoke_run / "config.yaml").read_text() == before
+
+
+def test_train_needs_a_config():
+    res = cli("train", "--no-progress")
+    assert res.returncode == 2 and "--config" in res.stderr
 
 
 # -- export and bundles -----------------------------------------------------------------------

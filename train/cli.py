@@ -11,15 +11,31 @@ from arschloch_env.cli import CliError
 
 def add_train_parser(sub) -> None:
     p = sub.add_parser("train", help="train a neural bot from a YAML config")
-    p.add_argument("--config", required=True, metavar="FILE", help="e.g. configs/ppo_culo_4p.yaml")
+    p.add_argument("--config", metavar="FILE",
+                   help="e.g. configs/ppo_culo_4p.yaml (a resumed run has its own)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
                    help="override a config field, dotted for sections (ppo.learning_rate=1e-4)")
     p.add_argument("--run-dir", metavar="DIR",
                    help="where the run lives (default: runs/<config name>-seed<seed>)")
     p.add_argument("--resume", action="store_true",
-                   help="continue the run in --run-dir from its last checkpoint")
+                   help="continue the run in --run-dir from its last checkpoint, with its "
+                        "config; --set may change total_steps, the learning rate, "
+                        "checkpoints, evaluation and threads")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_train)
+
+
+def _check_same_config(args: argparse.Namespace, cfg) -> None:
+    """A --config given with --resume must be the run's own: a different one is a mistake
+    (it would be silently ignored)."""
+    from train.config import changed_fields, load_config
+
+    differ = changed_fields(load_config(args.config, args.overrides).to_dict(), cfg.to_dict())
+    if differ:
+        raise CliError(f"--resume continues {args.run_dir} with its own config "
+                       f"({Path(args.run_dir) / 'config.yaml'}); {args.config} differs in "
+                       f"{', '.join(differ)}; drop --config (and change resumable fields "
+                       f"with --set)")
 
 
 def add_export_parser(sub) -> None:
@@ -58,7 +74,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
         if args.resume:
             if not args.run_dir:
                 raise CliError("--resume needs --run-dir (the run to continue)")
-            cfg = load_run_config(Path(args.run_dir))
+            cfg = load_run_config(Path(args.run_dir), args.overrides)
+            if args.config:
+                _check_same_config(args, cfg)
+        elif not args.config:
+            raise CliError("train needs --config FILE (or --resume --run-dir DIR)")
         else:
             cfg = load_config(args.config, args.overrides)
     except ConfigError as exc:

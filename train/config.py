@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from types import NoneType, UnionType
@@ -218,6 +219,40 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConf
     for text in overrides:
         apply_override(data, text)
     return config_from_dict(data)
+
+
+RESUMABLE = ("total_steps", "checkpoint_every", "torch_threads", "ppo.learning_rate",
+             "ppo.lr_final", "league.snapshot_every", "eval.every", "eval.deals", "eval.jobs",
+             "vec.collect_threads", "vec.engine_threads", "vec.debug")
+"""The fields ``--set`` may change when a run is resumed. The others are fixed by what the
+checkpoint holds (network, game, optimizer and algorithm settings, the league's mix)."""
+
+
+def resume_config(data: dict[str, Any], overrides: list[str] = ()) -> TrainConfig:
+    """A run's config (its ``config.yaml`` mapping) with resumable overrides applied."""
+    before = config_from_dict(data).to_dict()
+    data = copy.deepcopy(data)
+    for text in overrides:
+        apply_override(data, text)
+    cfg = config_from_dict(data)
+    fixed = [k for k in changed_fields(before, cfg.to_dict()) if k not in RESUMABLE]
+    if fixed:
+        raise ConfigError(f"--resume: {', '.join(fixed)} cannot change in a resumed run (the "
+                          f"checkpoint fixes it; start a new run instead); --set may change "
+                          f"{', '.join(RESUMABLE)}")
+    return cfg
+
+
+def changed_fields(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:
+    """The dotted keys whose values differ between two config mappings."""
+    out = []
+    for key in sorted(set(a) | set(b)):
+        x, y = a.get(key), b.get(key)
+        if isinstance(x, dict) and isinstance(y, dict):
+            out += changed_fields(x, y, f"{prefix}{key}.")
+        elif x != y:
+            out.append(prefix + key)
+    return out
 
 
 def apply_override(data: dict[str, Any], text: str) -> None:

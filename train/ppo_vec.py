@@ -393,6 +393,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             raise ConfigError(f"--resume: {run.root} has no checkpoint yet (latest.json)")
         latest = json.loads(run.latest.read_text())
         meta = json.loads((run.root / latest["meta"]).read_text())
+        run.write_config(cfg)
     elif run.latest.is_file() or run.checkpoints.is_dir() and any(run.checkpoints.iterdir()):
         raise ConfigError(f"run directory {run.root} already holds a run; use --resume to "
                           f"continue it or --run-dir for a new one")

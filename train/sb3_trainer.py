@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from train.config import ConfigError, TrainConfig, config_from_dict
+from train.config import ConfigError, TrainConfig, resume_config
 from train.league import League, LeagueSampler, write_json_atomic
 
 
@@ -103,10 +103,14 @@ class RunDir:
     def create(self, cfg: TrainConfig) -> None:
         for d in (self.checkpoints, self.league, self.tb):
             d.mkdir(parents=True, exist_ok=True)
+        self.write_config(cfg)
+        write_json_atomic(self.root / "rules.json", rules_for(cfg).to_dict())
+
+    def write_config(self, cfg: TrainConfig) -> None:
+        """config.yaml, atomically (a resume rewrites it with what ``--set`` changed)."""
         tmp = self.root / "config.yaml.part"
         tmp.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), encoding="utf-8")
         os.replace(tmp, self.root / "config.yaml")
-        write_json_atomic(self.root / "rules.json", rules_for(cfg).to_dict())
 
     def save_checkpoint(self, model, name: str, meta: dict[str, Any], latest: bool) -> Path:
         """model.zip and its metadata, each written to a temporary name and renamed."""
@@ -122,11 +126,12 @@ class RunDir:
         return final
 
 
-def load_run_config(run_dir: Path) -> TrainConfig:
+def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
+    """The config of the run in ``run_dir`` with resumable ``--set`` overrides applied."""
     path = run_dir / "config.yaml"
     if not path.is_file():
         raise ConfigError(f"{run_dir} is not a run directory (no config.yaml)")
-    return config_from_dict(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return resume_config(yaml.safe_load(path.read_text(encoding="utf-8")), overrides)
 
 
 def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
@@ -148,6 +153,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         if not run.latest.is_file():
             raise ConfigError(f"--resume: {run.root} has no checkpoint yet (latest.json)")
         meta = json.loads((run.root / json.loads(run.latest.read_text())["meta"]).read_text())
+        run.write_config(cfg)
     elif run.latest.is_file() or run.checkpoints.is_dir() and any(run.checkpoints.iterdir()):
         raise ConfigError(f"run directory {run.root} already holds a run; use --resume to "
                           f"continue it or --run-dir for a new one")
