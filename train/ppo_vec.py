@@ -23,14 +23,15 @@ The loop, per iteration:
 4. League snapshot, TensorBoard, evaluation against fixed fields (``train.evaluate``, the actor
    exported to :class:`~agents.mlp.MLP`), best-so-far and periodic checkpoints.
 
-**Bootstrap at the rollout end.** The VectorGame gives the observation only of the seat to
-act, so of a trained seat that is not to act we know no value of its information state after
-its last move of the rollout. That last transition is therefore not trained on in this
-rollout; its value still bootstraps the transitions before it, which is exact (it is the
-value of their next information state), so every trained row has an exact GAE target. The
-seat to act at the end is bootstrapped with the value of its observation and keeps its last
-transition. (With a per-seat observation API on VectorGame the dropped rows, about one per
-trained seat and game per rollout, could be kept too.)
+**Bootstrap at the rollout end.** The critic values a seat's information state when that
+seat is to act, the only states it is trained on. Of a trained seat that is not to act at the
+end, the state after its last move of the rollout is not one of those, so that last
+transition is not trained on in this rollout; its value still bootstraps the transitions
+before it, which is exact (it is the value of their next information state), so every
+trained row has an exact GAE target. The seat to act at the end is bootstrapped with the
+value of its observation and keeps its last transition. The dropped rows, about one per
+trained seat and game per rollout (5% at 64 steps), fall at every stage of a round (the
+games are out of step with each other), so dropping them costs data, not bias.
 
 **Speed** (``bench/train_throughput.py``): every step is one batched forward of the learner
 over its rows and one of all snapshots together (:class:`~train.ppo_vec_seats.SnapshotPool`),
