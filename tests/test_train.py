@@ -166,6 +166,16 @@ def test_resume_refuses_changes_the_checkpoint_fixes(smoke_run, args, says):
     assert (smoke_run / "config.yaml").read_text() == before
 
 
+def test_resuming_a_finished_run_writes_nothing(smoke_run):
+    def files():
+        return {p: p.stat().st_mtime_ns for p in smoke_run.rglob("*") if p.is_file()}
+
+    before = files()
+    res = cli("train", "--run-dir", smoke_run, "--resume", "--no-progress")
+    assert res.returncode == 0 and "nothing to train" in res.stderr, res.stderr[-2000:]
+    assert files() == before
+
+
 def test_train_needs_a_config():
     res = cli("train", "--no-progress")
     assert res.returncode == 2 and "--config" in res.stderr

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,15 @@ class RunDir:
         return final
 
 
+def finished_checkpoint(run_dir: str | Path, total_steps: int) -> Path | None:
+    """The last checkpoint of a run that already reached ``total_steps``, else None."""
+    run = RunDir(run_dir)
+    if not run.latest.is_file():
+        return None
+    latest = json.loads(run.latest.read_text())
+    return run.root / latest["checkpoint"] if latest["steps"] >= total_steps else None
+
+
 def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
     """The config of the run in ``run_dir`` with resumable ``--set`` overrides applied."""
     path = run_dir / "config.yaml"
@@ -137,7 +147,12 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
 def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
           progress: bool = True) -> Path:
     """Trains per ``cfg`` into ``run_dir`` and returns the final checkpoint's path
-    (``algo: ppo-vec`` runs :func:`train.ppo_vec.train`)."""
+    (``algo: ppo-vec`` runs :func:`train.ppo_vec.train`). Resuming a run that already
+    reached ``total_steps`` writes nothing and returns its last checkpoint."""
+    if resume and (done := finished_checkpoint(run_dir, cfg.total_steps)):
+        print(f"{run_dir} already reached total_steps={cfg.total_steps}; nothing to train "
+              f"(extend it with --set total_steps=N)", file=sys.stderr)
+        return done
     if cfg.algo == "ppo-vec":
         from train import ppo_vec
         return ppo_vec.train(cfg, run_dir, resume=resume, progress=progress)
