@@ -224,8 +224,8 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConf
 RESUMABLE = ("total_steps", "checkpoint_every", "torch_threads", "ppo.learning_rate",
              "ppo.lr_final", "league.snapshot_every", "eval.every", "eval.deals", "eval.jobs",
              "vec.collect_threads", "vec.engine_threads", "vec.debug")
-"""The fields ``--set`` may change when a run is resumed. The others are fixed by what the
-checkpoint holds (network, game, optimizer and algorithm settings, the league's mix)."""
+"""The fields ``--set`` may change when a run is resumed. The others define the run (network,
+game, algorithm settings, the league's mix): changing one makes another run, a new one."""
 
 
 def resume_config(data: dict[str, Any], overrides: list[str] = ()) -> TrainConfig:
@@ -237,8 +237,8 @@ def resume_config(data: dict[str, Any], overrides: list[str] = ()) -> TrainConfi
     cfg = config_from_dict(data)
     fixed = [k for k in changed_fields(before, cfg.to_dict()) if k not in RESUMABLE]
     if fixed:
-        raise ConfigError(f"--resume: {', '.join(fixed)} cannot change in a resumed run (the "
-                          f"checkpoint fixes it; start a new run instead); --set may change "
+        raise ConfigError(f"--resume: {', '.join(fixed)} cannot change in a resumed run (it "
+                          f"defines the run; start a new one instead); --set may change "
                           f"{', '.join(RESUMABLE)}")
     return cfg
 
