@@ -87,17 +87,18 @@ def goals(rows: dict, ladder: dict) -> str:
     """The strength goals at 4 players, each with its figure and whether it is met."""
     ex, mc = rows.get("expert"), rows.get("mc")
     checks = []
+    # Four decimals: at three, a figure just under its threshold would print as equal to it.
     if ex is not None:
         over = ex["bot"]["mean"] - ex["par"]
         low = ex["bot"]["low"] - ex["par"]
-        checks.append((f"over par against 3x expert >= +{GOAL_OVER_PAR:.2f}", f"{over:+.3f}",
+        checks.append((f"over par against 3x expert >= +{GOAL_OVER_PAR:.2f}", f"{over:+.4f}",
                        over >= GOAL_OVER_PAR))
-        checks.append((f"its 95% CI lower bound >= +{GOAL_CI_LOW:.2f}", f"{low:+.3f}",
+        checks.append((f"its 95% CI lower bound >= +{GOAL_CI_LOW:.2f}", f"{low:+.4f}",
                        low >= GOAL_CI_LOW))
         step = ladder["paired"]["mean"]
         gap = ex["paired"]["mean"]
-        checks.append((f"paired margin over expert >= expert's over greedy ({step:+.3f})",
-                       f"{gap:+.3f}", gap >= step))
+        checks.append((f"paired margin over expert >= expert's over greedy ({step:+.4f})",
+                       f"{gap:+.4f}", gap >= step))
     if mc is not None:
         checks.append(("paired margin over mc > 0, CI excluding 0",
                        fmt(mc["paired"], sign=True), mc["paired"]["low"] > 0))
