@@ -207,6 +207,7 @@ EXTERNAL = {
     "train": "train.cli:add_train_parser",
     "export": "train.cli:add_export_parser",
     "curves": "train.cli:add_curves_parser",
+    "clone": "train.cli:add_clone_parser",
 }
 
 

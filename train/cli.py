@@ -158,3 +158,56 @@ def _cmd_export(args: argparse.Namespace) -> int:
           f"  arschloch play --rules {rules['preset']} --players {rules['num_players']} "
           f"--bots {out} {out} {out}")
     return 0
+
+
+def add_clone_parser(sub) -> None:
+    p = sub.add_parser("clone", help="fit a policy network that imitates an agent (a fast "
+                                     "league opponent for ppo-vec)")
+    p.add_argument("teacher", metavar="AGENT", help="the agent to imitate, e.g. expert")
+    p.add_argument("--rules", default="culo", metavar="PRESET", help="preset or rules file")
+    p.add_argument("--players", type=int, nargs="+", default=[4], metavar="N",
+                   help="table sizes to play, 3..6 (default: 4)")
+    p.add_argument("--decisions", type=int, default=1_000_000, metavar="D",
+                   help="teacher decisions to learn from (default 1,000,000)")
+    p.add_argument("--partner", metavar="AGENT",
+                   help="another agent in up to half the other seats of each match (its "
+                        "decisions are not learned from)")
+    p.add_argument("--net-arch", type=int, nargs="+", default=[128, 128], metavar="H",
+                   help="hidden layer sizes: the ppo-vec run's ppo.net_arch (default 128 128)")
+    p.add_argument("--activation", choices=("relu", "tanh"), default="relu",
+                   help="the run's ppo.activation (default relu)")
+    p.add_argument("--epochs", type=int, default=8)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--jobs", type=int, default=1, help="processes collecting decisions")
+    p.add_argument("--out", required=True, metavar="FILE.npz",
+                   help="the policy file, for vec.mix of a ppo-vec config")
+    p.set_defaults(func=_cmd_clone)
+
+
+def _cmd_clone(args: argparse.Namespace) -> int:
+    from agents.base import AgentSpecError, make_agent
+    from arschloch_env.rules import RulesError, make_rules
+    from train.clone import clone
+
+    if not args.out.endswith(".npz"):
+        raise CliError(f"--out {args.out!r}: a policy file ends in .npz")
+    if any(not 3 <= n <= 6 for n in args.players):
+        raise CliError(f"--players {args.players}: table sizes are 3..6")
+    for name in ("decisions", "epochs", "jobs"):
+        if getattr(args, name) < 1:
+            raise CliError(f"--{name} {getattr(args, name)}: must be at least 1")
+    try:
+        decks = {tuple(make_rules(args.rules, n).rank_order) for n in args.players}
+        for spec in filter(None, (args.teacher, args.partner)):
+            make_agent(spec)
+    except (RulesError, AgentSpecError) as exc:
+        raise CliError(str(exc)) from None
+    if len(decks) > 1:
+        raise CliError(f"--players {args.players} play different decks; one policy file "
+                       f"needs one deck")
+    agreement = clone(args.teacher, args.rules, args.players, args.decisions, args.out,
+                      args.net_arch, args.activation, args.epochs, args.seed, args.jobs,
+                      args.partner)
+    print(f"clone of {args.teacher} written to {args.out}: held-out agreement {agreement:.3f}"
+          f"\n  use it in a ppo-vec config: vec.mix: {{current: 0.2, {args.out}: 0.8}}")
+    return 0

@@ -94,9 +94,10 @@ class VecConfig:
         "current": 0.5, "snapshots": 0.44, "greedy": 0.03, "expert": 0.03})
     """Share of each controller kind per opponent seat: ``current`` (the learner itself,
     also trained on), ``snapshots`` (frozen league snapshots; ``current`` while there are
-    none), ``random`` (batched) and any agent spec (greedy, expert, a bundle ...). Agent
-    seats are grouped into whole games, so their summed share is also the share of games
-    that run at Python speed: keep it small."""
+    none), ``random`` (batched), a policy file (``.npz`` with the learner's layer sizes, e.g.
+    a clone of expert from ``arschloch clone``; batched with the snapshots) and any agent
+    spec (greedy, expert, a bundle ...). Agent seats are grouped into whole games, so their
+    summed share is also the share of games that run at Python speed: keep it small."""
     engine_threads: int = 1
     """Numba threads of the VectorGames (1: the calling thread)."""
     collect_threads: int = 1
@@ -127,6 +128,12 @@ class TrainConfig:
     """Environments, each in its own process when ``subproc`` is true."""
     subproc: bool = True
     seed: int = 0
+    init_from: str | None = None
+    """``algo: ppo-vec`` only: a ppo-vec checkpoint (``.pt``) or run directory (its last
+    checkpoint, per ``latest.json``) whose actor, critic and optimizer state a new run starts
+    from, e.g. to go on training a bot against other opponents. The network must be this
+    config's; steps, league and evaluations start afresh. A resumed run reads its own
+    checkpoint instead."""
     checkpoint_every: int = 50_000
     """Learner steps between checkpoints (also written at the end)."""
     device: str = "cpu"
@@ -315,6 +322,9 @@ def validate(cfg: TrainConfig) -> None:
         if len(decks) > 1:
             raise ConfigError(f"players: {cfg.players} play different decks; one policy "
                               f"needs one deck (one observation size)")
+    if cfg.init_from is not None and cfg.algo != "ppo-vec":
+        raise ConfigError(f"init_from: only algo ppo-vec starts from a checkpoint, not "
+                          f"{cfg.algo!r}")
     if cfg.eval.best_by not in cfg.eval.opponents:
         raise ConfigError(f"eval.best_by: {cfg.eval.best_by!r} is not one of eval.opponents "
                           f"{cfg.eval.opponents}")

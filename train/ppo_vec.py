@@ -6,8 +6,10 @@ stepped in turn into the same buffer: the observation is padded to six seats, so
 plays every table size of a deck). At every match start each seat of a game gets a
 controller (:mod:`train.ppo_vec_seats`): one random seat is the learner, the others follow
 ``vec.mix``: ``current`` (the learner again, also trained on), ``snapshots`` (frozen league
-snapshots, all run in one batched forward), ``random``, or any agent spec (greedy, expert, a
-bundle) at Python speed, in a small share of the games.
+snapshots, all run in one batched forward), ``random``, a policy file (``.npz``, e.g. a clone
+of expert from :mod:`train.clone`, batched with the snapshots), or any agent spec (greedy,
+expert, a bundle) at Python speed, in a small share of the games. ``init_from`` starts a new
+run from another run's checkpoint (a second stage against other opponents).
 
 The loop, per iteration:
 
@@ -62,9 +64,9 @@ import numpy as np
 from arschloch_env.observation import SEATS
 from train.config import ConfigError, TrainConfig
 from train.league import League
-from train.ppo_vec_io import load_checkpoint
+from train.ppo_vec_io import init_checkpoint, load_checkpoint, load_state
 from train.ppo_vec_seats import (
-    CURRENT, LOGP_FLOOR, NEG, SnapshotPool, Table, bool_tensor, sample_masked,
+    CURRENT, LOGP_FLOOR, NEG, SnapshotPool, Table, bool_tensor, is_policy_file, sample_masked,
 )
 
 
@@ -369,7 +371,7 @@ def setup(cfg: TrainConfig, league: League, steps: int):
     generator.manual_seed(int(np.random.SeedSequence([cfg.seed, steps, 99])
                               .generate_state(1)[0]))
     rng = np.random.default_rng([cfg.seed, steps])
-    pool = SnapshotPool(league, device)
+    pool = SnapshotPool(league, device, fixed=policy_files(cfg))
     pool.refresh()
     tables = make_tables(cfg, steps, pool, rng, generator)
     vg = tables[0].vg
@@ -380,6 +382,36 @@ def setup(cfg: TrainConfig, league: League, steps: int):
     return tables, nets, optimizer, buf, pool, generator, device
 
 
+def policy_files(cfg: TrainConfig) -> tuple[str, ...]:
+    """The policy files of ``vec.mix``, checked: they play in one batch with the learner's
+    snapshots, so they need its layer sizes and activation.
+
+    Raises:
+        ConfigError: a file that is missing, unreadable or of another shape.
+    """
+    from agents.mlp import MLP
+    from arschloch_env.actions import ActionCodec
+    from arschloch_env.observation import Layout
+    from train.sb3_trainer import rules_for
+
+    order = rules_for(cfg).rank_order
+    shapes = [tuple(x) for x in zip([*cfg.ppo.net_arch, ActionCodec(order).size],
+                                    [Layout(len(order)).size, *cfg.ppo.net_arch])]
+    files = tuple(k for k, share in cfg.vec.mix.items() if is_policy_file(k) and share > 0)
+    for path in files:
+        try:
+            mlp = MLP.load(path)
+        except (OSError, KeyError, ValueError) as exc:
+            raise ConfigError(f"vec.mix: policy file {path} cannot be read ({exc})") from None
+        theirs = [w.shape for w, _ in mlp.layers]
+        if theirs != shapes or mlp.activation != cfg.ppo.activation:
+            raise ConfigError(f"vec.mix: policy file {path} has layers {theirs} "
+                              f"({mlp.activation}); this run's policy has {shapes} "
+                              f"({cfg.ppo.activation}): make it with the run's ppo.net_arch "
+                              f"and ppo.activation (arschloch clone --net-arch ...)")
+    return files
+
+
 def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
           progress: bool = True) -> Path:
     """Trains per ``cfg`` into ``run_dir`` and returns the final checkpoint's path."""
@@ -388,28 +420,33 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     from train.sb3_trainer import RunDir
 
     run = RunDir(run_dir)
+    policy_files(cfg)  # a bad policy file fails before the run directory is made
     meta: dict[str, Any] | None = None
+    state: dict[str, Any] | None = None
     if resume:
         if not run.latest.is_file():
             raise ConfigError(f"--resume: {run.root} has no checkpoint yet (latest.json)")
         latest = json.loads(run.latest.read_text())
         meta = json.loads((run.root / latest["meta"]).read_text())
+        state = load_checkpoint(run.root / latest["checkpoint"])
         run.write_config(cfg)
     elif run.latest.is_file() or run.checkpoints.is_dir() and any(run.checkpoints.iterdir()):
         raise ConfigError(f"run directory {run.root} already holds a run; use --resume to "
                           f"continue it or --run-dir for a new one")
     else:
+        if cfg.init_from is not None:
+            state = init_checkpoint(cfg)
         run.create(cfg)
     league = League(run.league, cfg.league.max_snapshots)
     if meta is not None:
         league.restore(meta["league"])
     steps = int(meta["steps"]) if meta else 0
     tables, nets, optimizer, buf, pool, generator, device = setup(cfg, league, steps)
-    if meta is not None:
-        state = load_checkpoint(run.root / latest["checkpoint"])
-        nets.actor.load_state_dict(state["actor"])
-        nets.critic.load_state_dict(state["critic"])
-        optimizer.load_state_dict(state["optimizer"])
+    if state is not None:
+        try:
+            load_state(nets, optimizer, state)
+        except ValueError as exc:
+            raise ConfigError(f"{'--resume' if resume else 'init_from'}: {exc}") from None
     book = Bookkeeper(cfg, run, league, meta, progress)
     book.start(nets, steps)
     started = time.time()

@@ -9,6 +9,7 @@ league, evaluations, best, illegal_actions) plus ``"algo": "ppo-vec"``.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,53 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     return data
 
 
+def init_checkpoint(cfg) -> dict[str, Any]:
+    """The checkpoint a new run starts from (``cfg.init_from``), checked against its network.
+
+    Raises:
+        ConfigError: no such checkpoint or run directory, or a network of another shape,
+            activation or critic input than ``cfg``'s.
+    """
+    from train.config import ConfigError
+
+    path = Path(cfg.init_from)
+    if path.is_dir():
+        latest = path / "latest.json"
+        if not latest.is_file():
+            raise ConfigError(f"init_from: {path} holds no checkpoint (no latest.json)")
+        path = path / json.loads(latest.read_text())["checkpoint"]
+    if path.suffix != ".pt" or not path.is_file():
+        raise ConfigError(f"init_from: {path} is neither a ppo-vec checkpoint (.pt) nor a run "
+                          f"directory")
+    try:
+        state = load_checkpoint(path)
+    except ValueError as exc:
+        raise ConfigError(f"init_from: {exc}") from None
+    theirs = {"ppo.net_arch": state["net_arch"], "ppo.activation": state["activation"],
+              "vec.critic_state": state["critic_state"]}
+    ours = {"ppo.net_arch": list(cfg.ppo.net_arch), "ppo.activation": cfg.ppo.activation,
+            "vec.critic_state": cfg.vec.critic_state}
+    differ = [f"{k} {ours[k]} (checkpoint: {theirs[k]})" for k in ours if ours[k] != theirs[k]]
+    if differ:
+        raise ConfigError(f"init_from: {path} has another network: {'; '.join(differ)}")
+    return {**state, "path": str(path)}
+
+
+def load_state(nets, optimizer, state: dict[str, Any]) -> None:
+    """Actor, critic and optimizer state from a checkpoint's payload.
+
+    Raises:
+        ValueError: the layer sizes differ (a network for another deck's observation).
+    """
+    try:
+        nets.actor.load_state_dict(state["actor"])
+        nets.critic.load_state_dict(state["critic"])
+    except RuntimeError as exc:
+        raise ValueError(f"the checkpoint's layers do not fit this run's observation and "
+                         f"actions (another deck?): {str(exc).splitlines()[-1].strip()}") from None
+    optimizer.load_state_dict(state["optimizer"])
+
+
 def checkpoint_mlp(path: str | Path) -> MLP:
     """The actor of a ppo-vec checkpoint as a numpy MLP (what ``arschloch export`` bundles)."""
     data = load_checkpoint(path)
@@ -81,5 +129,5 @@ def checkpoint_mlp(path: str | Path) -> MLP:
                data["activation"])
 
 
-__all__ = ["actor_mlp", "checkpoint_mlp", "linear_layers", "load_checkpoint",
-           "save_checkpoint"]
+__all__ = ["actor_mlp", "checkpoint_mlp", "init_checkpoint", "linear_layers",
+           "load_checkpoint", "load_state", "save_checkpoint"]

@@ -9,6 +9,7 @@ controller for every seat of every game, drawn again whenever a game starts a ne
 | ``CURRENT`` | the learner's torch actor (``current`` in the mix) | yes |
 | ``SNAPSHOT`` | a frozen league snapshot, batched per snapshot | no |
 | ``RANDOM`` | a uniform legal action from the engine's sampler (``random``) | no |
+| ``SNAPSHOT`` | also a policy file (``.npz`` in the mix, e.g. from ``arschloch clone``): a member of the pool that never leaves it | no |
 | ``AGENT`` | any other agent spec (``greedy``, ``expert``, a bundle ...) at Python speed | no |
 
 The trainer asks the learner's actor for the ``LEARNER``/``CURRENT`` rows itself and then
@@ -41,6 +42,12 @@ from arschloch_env.view import public_view
 
 LEARNER, CURRENT, SNAPSHOT, RANDOM, AGENT = range(5)
 POLICY_KINDS = ("current", "snapshots", "random")
+
+
+def is_policy_file(key: str) -> bool:
+    """A ``vec.mix`` key naming a policy file (:class:`~agents.mlp.MLP` ``.npz``), which plays
+    batched in the snapshot pool, not at Python speed like other agent specs."""
+    return key.endswith(".npz")
 
 
 NEG = -1e8
@@ -82,25 +89,31 @@ class SnapshotPool:
     in use go through one ``baddbmm`` per layer, grouped by snapshot and padded to the
     largest group, instead of one small forward per snapshot."""
 
-    def __init__(self, league, device="cpu"):
+    def __init__(self, league, device="cpu", fixed: tuple[str, ...] = ()):
         self.league, self.device = league, device
         self.mlps: list[MLP] = []
         self.index: dict[str, int] = {}
         self.active = np.zeros(0, np.int64)
         self.stack: list[tuple[Any, Any]] = []
         self.activation = "tanh"
+        self.fixed: dict[str, int] = {}
+        """Policy files that stay in the pool for the whole run (never drawn as snapshots):
+        file -> index in :attr:`mlps`."""
+        for path in fixed:
+            self.fixed[path] = len(self.mlps)
+            self.mlps.append(MLP.load(path))
+        self._stacked = 0
 
     def refresh(self) -> None:
         import torch
 
-        added = False
         for snap in self.league.snapshots:
             if snap["file"] not in self.index:
                 self.index[snap["file"]] = len(self.mlps)
                 self.mlps.append(MLP.load(self.league.root / snap["file"]))
-                added = True
         self.active = np.array([self.index[s["file"]] for s in self.league.snapshots], np.int64)
-        if added:
+        if len(self.mlps) > self._stacked:
+            self._stacked = len(self.mlps)
             self.activation = self.mlps[0].activation
             self.stack = [
                 (torch.from_numpy(np.stack([m.layers[i][0].T for m in self.mlps])).to(self.device),
@@ -154,8 +167,10 @@ class Table:
         self.rules_dict = self.rules.to_dict()
         self.pool, self.rng, self.generator, self.debug = pool, rng, generator, debug
         total = sum(mix.values())
-        self.policy_share = {k: mix.get(k, 0.0) / total for k in POLICY_KINDS}
-        self.specs = [k for k in mix if k not in POLICY_KINDS and mix[k] > 0]
+        self.files = [k for k in mix if is_policy_file(k) and mix[k] > 0]
+        self.policy_share = {k: mix.get(k, 0.0) / total for k in (*POLICY_KINDS, *self.files)}
+        self.specs = [k for k in mix if k not in POLICY_KINDS and not is_policy_file(k)
+                      and mix[k] > 0]
         self.agent_share = sum(mix[k] for k in self.specs) / total
         for spec in self.specs:
             make_agent(spec)  # fail on a bad spec before any game
@@ -177,19 +192,22 @@ class Table:
         k, n, rng = len(games), self.n, self.rng
         if k == 0:
             return
-        shares = np.array([self.policy_share[x] for x in POLICY_KINDS])
+        shares = np.array(list(self.policy_share.values()))
         if shares.sum() > 0:
-            drawn = rng.choice(3, size=(k, n), p=shares / shares.sum())
+            drawn = rng.choice(len(shares), size=(k, n), p=shares / shares.sum())
         else:
             drawn = np.zeros((k, n), np.int64)
-        kind = np.array([CURRENT, SNAPSHOT, RANDOM], np.int8)[drawn]
+        kind = np.array([CURRENT, SNAPSHOT, RANDOM] + [SNAPSHOT] * len(self.files),
+                        np.int8)[drawn]
         which = np.zeros((k, n), np.int64)
-        snap = kind == SNAPSHOT
+        snap = drawn == POLICY_KINDS.index("snapshots")
         if len(self.pool.active):
             which[snap] = self.pool.active[rng.integers(len(self.pool.active),
                                                         size=int(snap.sum()))]
         else:
             kind[snap] = CURRENT  # no snapshot yet: the learner's current weights
+        for i, path in enumerate(self.files):
+            which[drawn == len(POLICY_KINDS) + i] = self.pool.fixed[path]
         agent_game = rng.random(k) < self.agent_share
         if agent_game.any():
             kind[agent_game] = AGENT
@@ -221,8 +239,14 @@ class Table:
         names = {CURRENT: "current", SNAPSHOT: "snapshots", RANDOM: "random"}
         opp = np.ones(kind.shape, bool)
         opp[np.arange(len(kind)), learner] = False
+        files = {self.pool.fixed[path]: path for path in self.files}
+        fixed = np.isin(which, list(files)) & (kind == SNAPSHOT)
         for code, name in names.items():
-            self.seat_counts[name] = self.seat_counts.get(name, 0) + int((kind[opp] == code).sum())
+            self.seat_counts[name] = self.seat_counts.get(name, 0) + int(
+                (kind[opp & ~fixed] == code).sum())
+        for index, path in files.items():
+            self.seat_counts[path] = self.seat_counts.get(path, 0) + int(
+                (which[opp & fixed] == index).sum())
         agent_which = which[opp & (kind == AGENT)]
         for i, spec in enumerate(self.specs):
             self.seat_counts[spec] = self.seat_counts.get(spec, 0) + int((agent_which == i).sum())
@@ -307,4 +331,4 @@ class Table:
 
 
 __all__ = ["AGENT", "CURRENT", "LEARNER", "RANDOM", "SNAPSHOT", "SnapshotPool",
-           "LOGP_FLOOR", "NEG", "Table", "bool_tensor", "sample_masked"]
+           "LOGP_FLOOR", "NEG", "Table", "bool_tensor", "is_policy_file", "sample_masked"]

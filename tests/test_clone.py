@@ -1,0 +1,97 @@
+"""Behaviour cloning (``arschloch clone``) and policy files as league members of ppo-vec.
+
+greedy is deterministic and simple, so a small clone of it must agree with it on most
+held-out decisions that offer a choice; the clone then plays in a short ppo-vec run at its
+share of the opponent seats, batched with the snapshots.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents.base import make_agent
+from agents.mlp import MLP
+from arschloch_env.engine import Game
+from arschloch_env.observation import Encoder
+from arschloch_env.rules import make_rules
+from train.clone import clone, collect
+from tests.test_ppo_vec import cli, latest_meta, train_args
+
+
+@pytest.fixture(scope="module")
+def greedy_clone(tmp_path_factory):
+    out = tmp_path_factory.mktemp("clone") / "greedy.npz"
+    agreement = clone("greedy", "culo", [3, 4], 60_000, out, [64, 64], "relu", epochs=6,
+                      log=lambda _: None)
+    return out, agreement
+
+
+def test_collect_records_only_the_teacher():
+    data = collect("greedy", "culo", [4], 500, seed=3, partner="random")
+    assert len(data) >= 500 and data.obs.dtype == np.float16
+    assert (data.mask[np.arange(len(data)), data.action] == 1).all()
+    greedy = make_agent("greedy")
+    # greedy decides on the observation alone, so each recorded action is its choice there
+    for obs, mask, action in list(zip(data.obs, data.mask, data.action))[:200]:
+        assert greedy.act({"observation": obs.astype(np.float32), "action_mask": mask},
+                          None) == action
+
+
+def test_clone_agrees_with_its_teacher(greedy_clone):
+    out, agreement = greedy_clone
+    assert agreement > 0.85  # about 0.9 at these sizes
+    mlp = MLP.load(out)
+    assert [w.shape for w, _ in mlp.layers] == [(64, 297), (64, 64), (49, 64)]
+    game = Game(make_rules("culo", 4), seed=11, auto_pass=True)
+    encoder, greedy, same, total = Encoder(game.R), make_agent("greedy"), 0, 0
+    while not game.is_over:  # a fresh match: every clone move is legal, most are greedy's
+        o = encoder.observation(game, game.current)
+        legal = o["action_mask"].astype(bool)
+        move = int(np.where(legal, mlp(o["observation"]), -np.inf).argmax())
+        same += move == greedy.act(o, None)
+        total += 1
+        game.step(move)
+    assert same / total > 0.8
+
+
+def test_clone_cli_errors_name_the_argument(tmp_path):
+    for args, message in [(["greedy", "--out", tmp_path / "c.zip"], "ends in .npz"),
+                          (["greedyy", "--out", tmp_path / "c.npz"], "unknown agent spec"),
+                          (["greedy", "--players", "7", "--out", tmp_path / "c.npz"], "3..6"),
+                          (["greedy", "--decisions", "0", "--out", tmp_path / "c.npz"],
+                           "--decisions 0")]:
+        res = cli("clone", *args)
+        assert res.returncode == 2 and message in res.stderr, res.stderr
+
+
+def test_policy_file_plays_its_share_in_ppo_vec(greedy_clone, tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out, _ = greedy_clone
+    run = tmp_path / "run"
+    res = cli(*train_args(run, "total_steps=10000", "checkpoint_every=10000",
+                          "vec.debug=false", f"vec.mix={{current: 0.5, {out}: 0.5}}"))
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert latest_meta(run)["illegal_actions"] == 0
+    acc = EventAccumulator(str(run / "tb" / "ppo_vec_1"))
+    acc.Reload()
+    shares = [e.value for e in acc.Scalars(f"league/share/{out}")]
+    assert shares and 0.4 < np.mean(shares) < 0.6
+
+
+@pytest.mark.parametrize("override, message", [
+    ("ppo.net_arch=[32,32]", "has layers [(64, 297), (64, 64), (49, 64)] (relu); this run's "
+                             "policy has [(32, 297), (32, 32), (49, 32)] (relu)"),
+    ("ppo.activation=tanh", "(tanh)"),
+])
+def test_policy_file_of_another_shape_is_refused(greedy_clone, tmp_path, override, message):
+    out, _ = greedy_clone
+    res = cli(*train_args(tmp_path / "run", override, f"vec.mix={{current: 0.5, {out}: 0.5}}"))
+    assert res.returncode == 2 and message in res.stderr, res.stderr[-2000:]
+    assert not (tmp_path / "run").exists()
+
+
+def test_missing_policy_file_is_named(tmp_path):
+    res = cli(*train_args(tmp_path / "run", f"vec.mix={{current: 0.5, {tmp_path}/no.npz: 0.5}}"))
+    assert res.returncode == 2 and "no.npz cannot be read" in res.stderr, res.stderr[-2000:]

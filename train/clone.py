@@ -1,0 +1,165 @@
+"""Behaviour cloning: a policy network that imitates an agent (``arschloch clone``).
+
+Expert plays at Python speed, a few thousand decisions per second, so ``ppo-vec`` can give it
+only a few games. A clone of it, a policy file in the learner's own format
+(:class:`~agents.mlp.MLP` ``.npz``), plays batched with the league's snapshots at network
+speed when ``vec.mix`` names it (``{current: 0.2, bots/expert_clone_culo.npz: 0.8}``): the
+learner then trains against play like expert's on every sample.
+
+The data are the teacher's decisions in whole matches at every requested table size (the
+observation is padded to six seats, so one clone plays them all). With ``partner`` some
+seats of each match (at most half of the others) are played by another agent, whose
+decisions are not recorded, so the clone also sees tables where not everyone plays like the
+teacher. The network is fitted by cross-entropy on the legal actions (illegal ones are
+masked, as in the learner) and held-out agreement is reported: the share of held-out
+decisions with more than one legal action where the clone's most likely action is the
+teacher's.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from agents.base import make_agent
+from agents.mlp import MLP
+from agents.runner import ask, reset_agents
+from arschloch_env.engine import Game
+from arschloch_env.observation import Encoder
+from arschloch_env.rules import make_rules
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """The teacher's decisions: observation, legal mask and the action it chose. The
+    observations are float16, half the memory; only the few fractional features (cards held
+    / 10, points / 15, match progress) round, by less than 0.1%."""
+
+    obs: np.ndarray
+    mask: np.ndarray
+    action: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.action)
+
+
+def _collect_part(teacher: str, rules: str, players: int, decisions: int, seed: int,
+                  partner: str | None) -> Decisions:
+    """One worker's share: whole matches from seed ``seed * 1_000_003`` on."""
+    rng = np.random.default_rng([seed, players])
+    obs, masks, actions = [], [], []
+    match_seed = seed * 1_000_003
+    other = make_agent(partner) if partner else None
+    while len(actions) < decisions:
+        game = Game(make_rules(rules, players), seed=match_seed, auto_pass=True)
+        encoder = Encoder(game.R)
+        agents = [make_agent(teacher) for _ in range(players)]
+        recorded = [True] * players
+        if other is not None:
+            for s in rng.choice(players, size=rng.integers(0, players // 2 + 1), replace=False):
+                agents[s], recorded[s] = other, False
+        reset_agents(agents, game.rules.to_dict(), match_seed)
+        while not game.is_over:
+            seat = game.current
+            action = ask(agents[seat], game, encoder)
+            if recorded[seat]:
+                o = encoder.observation(game, seat)
+                obs.append(o["observation"].astype(np.float16))
+                masks.append(o["action_mask"])
+                actions.append(action)
+            game.step(action)
+        match_seed += 1
+    return Decisions(np.array(obs), np.array(masks), np.array(actions, np.int64))
+
+
+def collect(teacher: str, rules: str, players: list[int], decisions: int, seed: int = 0,
+            jobs: int = 1, partner: str | None = None) -> Decisions:
+    """About ``decisions`` decisions of ``teacher``, split evenly over ``players`` and
+    ``jobs`` worker processes (each plays whole matches, so a few more)."""
+    parts = [(p, j) for p in players for j in range(jobs)]
+    share = -(-decisions // len(parts))
+    args = [(teacher, rules, p, share, seed * 1000 + j, partner) for p, j in parts]
+    if jobs == 1:
+        done = [_collect_part(*a) for a in args]
+    else:
+        with ProcessPoolExecutor(jobs) as pool:
+            done = list(pool.map(_collect_part, *zip(*args)))
+    return Decisions(*(np.concatenate([getattr(d, f) for d in done])
+                       for f in ("obs", "mask", "action")))
+
+
+def fit(data: Decisions, net_arch: list[int], activation: str = "relu", epochs: int = 8,
+        batch_size: int = 2048, learning_rate: float = 1e-3, seed: int = 0,
+        held_out: float = 0.05, log=print) -> tuple[MLP, float]:
+    """Fits a policy network to the decisions; returns it and its held-out agreement."""
+    import torch
+
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(data))
+    n_val = max(1, int(len(data) * held_out))
+    val, train = order[:n_val], order[n_val:]
+    obs = torch.from_numpy(data.obs)
+    mask = torch.from_numpy(data.mask.astype(bool))
+    action = torch.from_numpy(data.action)
+    sizes = [data.obs.shape[1], *net_arch, data.mask.shape[1]]
+    layers: list[torch.nn.Module] = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        layers += [torch.nn.Linear(a, b), torch.nn.ReLU() if activation == "relu" else
+                   torch.nn.Tanh()]
+    net = torch.nn.Sequential(*layers[:-1])
+    optimizer = torch.optim.Adam(net.parameters(), lr=learning_rate)
+    steps = max(1, epochs * (len(train) // batch_size))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: 1 - k / steps)
+    neg = torch.tensor(-1e8)
+
+    def logits(rows):
+        return torch.where(mask[rows], net(obs[rows].float()), neg)
+
+    def agreement() -> float:
+        rows = torch.from_numpy(val)
+        with torch.no_grad():
+            hit = logits(rows).argmax(dim=1) == action[rows]
+        choice = mask[rows].sum(dim=1) > 1
+        return float(hit[choice].float().mean()) if choice.any() else 1.0
+
+    started = time.time()
+    for epoch in range(epochs):
+        perm = torch.from_numpy(rng.permutation(train))
+        for i in range(0, len(perm) - batch_size + 1, batch_size):
+            rows = perm[i:i + batch_size]
+            loss = torch.nn.functional.cross_entropy(logits(rows), action[rows])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+        log(f"epoch {epoch + 1}/{epochs}: held-out agreement {agreement():.3f} "
+            f"({time.time() - started:.0f} s)")
+    linear = [m for m in net if isinstance(m, torch.nn.Linear)]
+    mlp = MLP([(m.weight.detach().numpy().copy(), m.bias.detach().numpy().copy())
+               for m in linear], activation)
+    return mlp, agreement()
+
+
+def clone(teacher: str, rules: str, players: list[int], decisions: int, out: str | Path,
+          net_arch: list[int], activation: str = "relu", epochs: int = 8, seed: int = 0,
+          jobs: int = 1, partner: str | None = None, log=print) -> float:
+    """Collects, fits and writes the clone (atomically); returns its held-out agreement."""
+    import torch
+
+    torch.set_num_threads(max(1, jobs))
+    started = time.time()
+    data = collect(teacher, rules, players, decisions, seed, jobs, partner)
+    log(f"{len(data)} decisions of {teacher} in {time.time() - started:.0f} s")
+    mlp, agreement = fit(data, net_arch, activation, epochs, seed=seed, log=log)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    mlp.save(out)
+    return agreement
+
+
+__all__ = ["Decisions", "clone", "collect", "fit"]
