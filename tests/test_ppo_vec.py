@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from train.config import ConfigError, load_config
-from train.ppo_vec import compute_advantages
+from train.ppo_vec import compute_advantages, policy_files
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("ppo_vec_*.yaml"))
@@ -172,13 +172,16 @@ def test_sampling_is_legal_and_follows_the_policy():
 
 # -- configs ----------------------------------------------------------------------------------
 
-def test_shipped_ppo_vec_configs_load():
+def test_shipped_ppo_vec_configs_load(monkeypatch):
+    monkeypatch.chdir(ROOT)  # their paths are relative to the repository root
     names = {p.name for p in CONFIGS}
-    assert {"ppo_vec_culo.yaml", "ppo_vec_tavern.yaml", "ppo_vec_culo_multi.yaml"} <= names
+    assert {"ppo_vec_culo.yaml", "ppo_vec_tavern.yaml", "ppo_vec_culo_multi.yaml",
+            "ppo_vec_culo_expert.yaml"} <= names
     for path in CONFIGS:
         cfg = load_config(path)
         assert cfg.algo == "ppo-vec" and cfg.total_steps > 0
         assert "Network" in path.read_text(), f"{path.name}: state the network size"
+        policy_files(cfg)  # the policy files its mix names are shipped and fit its network
 
 
 @pytest.mark.parametrize("override, message", [
@@ -327,3 +330,43 @@ def test_sigkill_then_resume_continues(tmp_path):
     acc.Reload()
     logged = [e.step for e in acc.Scalars("charts/samples_per_s")]
     assert max(logged) >= total and any(s > first["steps"] for s in logged)
+
+
+# -- a new run from another run's checkpoint -------------------------------------------------
+
+def test_init_from_starts_a_new_run_from_the_checkpoint(small_run, tmp_path):
+    import torch
+
+    run = tmp_path / "run"
+    res = cli(*train_args(run, f"init_from={small_run}", "total_steps=8000",
+                          "checkpoint_every=8000", "ppo.learning_rate=1e-12",
+                          "ppo.lr_final=null", "vec.debug=false",
+                          "vec.mix={current: 0.5, snapshots: 0.5}"))
+    assert res.returncode == 0, res.stderr[-3000:]
+    meta = latest_meta(run)
+    assert 8000 <= meta["steps"] < 20_000 and meta["config"]["init_from"] == str(small_run)
+    assert all(s["steps"] <= meta["steps"] for s in meta["league"])  # a league of its own
+    start = torch.load(str(small_run / json.loads((small_run / "latest.json").read_text())
+                           ["checkpoint"]), weights_only=True)
+    end = torch.load(str(run / json.loads((run / "latest.json").read_text())["checkpoint"]),
+                     weights_only=True)
+    for net in ("actor", "critic"):  # a step size of 1e-12 leaves the weights where they were
+        for key, value in start[net].items():
+            assert torch.allclose(end[net][key], value, atol=1e-6), (net, key)
+
+
+@pytest.mark.parametrize("override, message", [
+    ("ppo.net_arch=[32,32]", "ppo.net_arch [32, 32] (checkpoint: [64, 64])"),
+    ("vec.critic_state=true", "vec.critic_state True (checkpoint: False)"),
+])
+def test_init_from_refuses_another_network(small_run, tmp_path, override, message):
+    res = cli(*train_args(tmp_path / "run", f"init_from={small_run}", override))
+    assert res.returncode == 2 and message in res.stderr, res.stderr[-2000:]
+    assert not (tmp_path / "run").exists()
+
+
+def test_init_from_names_a_missing_checkpoint(tmp_path):
+    res = cli(*train_args(tmp_path / "run", f"init_from={tmp_path}"))
+    assert res.returncode == 2 and "holds no checkpoint" in res.stderr, res.stderr[-2000:]
+    with pytest.raises(ConfigError, match="only algo ppo-vec"):
+        load_config(ROOT / "configs" / "ppo_culo_4p.yaml", [f"init_from={tmp_path}"])
