@@ -99,7 +99,7 @@ def init_checkpoint(cfg) -> dict[str, Any]:
     differ = [f"{k} {ours[k]} (checkpoint: {theirs[k]})" for k in ours if ours[k] != theirs[k]]
     if differ:
         raise ConfigError(f"init_from: {path} has another network: {'; '.join(differ)}")
-    return {**state, "path": str(path)}
+    return state
 
 
 def load_state(nets, optimizer, state: dict[str, Any]) -> None:
