@@ -18,11 +18,14 @@ def observation_of(game: Game, encoder: Encoder, seat: int) -> dict:
     return encoder.observation(game, seat)
 
 
-def ask(agent: Any, game: Game, encoder: Encoder) -> int:
-    """The action ``agent`` chooses for the seat to act."""
+def ask(agent: Any, game: Game, encoder: Encoder, observation: dict | None = None) -> int:
+    """The action ``agent`` chooses for the seat to act (``observation``: that seat's, if
+    the caller has encoded it already)."""
     seat = game.current
     view = public_view(game, seat) if getattr(agent, "uses_view", True) else None
-    return agent.act(observation_of(game, encoder, seat), view)
+    if observation is None:
+        observation = observation_of(game, encoder, seat)
+    return agent.act(observation, view)
 
 
 def agent_step(agent: Any, game: Game, encoder: Encoder) -> None:

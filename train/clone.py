@@ -31,6 +31,8 @@ from agents.runner import ask, reset_agents
 from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
 from arschloch_env.rules import make_rules
+from train.ppo_vec_io import actor_mlp
+from train.ppo_vec_seats import NEG
 
 
 @dataclass(frozen=True)
@@ -65,9 +67,9 @@ def _collect_part(teacher: str, rules: str, players: int, decisions: int, seed: 
         reset_agents(agents, game.rules.to_dict(), match_seed)
         while not game.is_over:
             seat = game.current
-            action = ask(agents[seat], game, encoder)
+            o = encoder.observation(game, seat)
+            action = ask(agents[seat], game, encoder, o)
             if recorded[seat]:
-                o = encoder.observation(game, seat)
                 obs.append(o["observation"].astype(np.float16))
                 masks.append(o["action_mask"])
                 actions.append(action)
@@ -115,7 +117,7 @@ def fit(data: Decisions, net_arch: list[int], activation: str = "relu", epochs: 
     optimizer = torch.optim.Adam(net.parameters(), lr=learning_rate)
     steps = max(1, epochs * (len(train) // batch_size))
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: 1 - k / steps)
-    neg = torch.tensor(-1e8)
+    neg = torch.tensor(NEG)
 
     def logits(rows):
         return torch.where(mask[rows], net(obs[rows].float()), neg)
@@ -139,10 +141,7 @@ def fit(data: Decisions, net_arch: list[int], activation: str = "relu", epochs: 
             schedule.step()
         log(f"epoch {epoch + 1}/{epochs}: held-out agreement {agreement():.3f} "
             f"({time.time() - started:.0f} s)")
-    linear = [m for m in net if isinstance(m, torch.nn.Linear)]
-    mlp = MLP([(m.weight.detach().numpy().copy(), m.bias.detach().numpy().copy())
-               for m in linear], activation)
-    return mlp, agreement()
+    return actor_mlp(net, activation), agreement()
 
 
 def clone(teacher: str, rules: str, players: list[int], decisions: int, out: str | Path,
