@@ -73,11 +73,14 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
                           f"{manifest.get('bundle_version')!r}, this kit reads {BUNDLE_VERSION}")
     obs = manifest.get("observation", {})
     rank_order = manifest.get("rules", {}).get("rank_order", [])
-    if obs.get("version") != OBS_VERSION or obs.get("layout") != layout_signature(
-            len(rank_order)):
+    ours, theirs = layout_signature(len(rank_order)), obs.get("layout")
+    # Layout versions only append slices: a bundle of an earlier version reads the leading
+    # part of the observation (BundleAgent.policy), which is what it was trained on.
+    if not (isinstance(theirs, list) and theirs and theirs == ours[:len(theirs)]
+            and obs.get("version") in range(1, OBS_VERSION + 1)):
         raise BundleError(f"bundle {str(root)!r}: made for observation layout version "
-                          f"{obs.get('version')!r}, this kit has version {OBS_VERSION} with "
-                          f"another layout; re-export it from its checkpoint")
+                          f"{obs.get('version')!r}, which is not a leading part of this kit's "
+                          f"version {OBS_VERSION} layout; re-export it from its checkpoint")
     if manifest.get("actions", {}).get("version") != ACTION_ENCODING_VERSION:
         raise BundleError(f"bundle {str(root)!r}: action encoding version "
                           f"{manifest.get('actions', {}).get('version')!r}, this kit has "
@@ -117,6 +120,8 @@ class BundleAgent:
         self.path = Path(path)
         self.manifest = read_manifest(self.path)
         self.name = self.manifest.get("name", self.path.name)
+        self.input_size = sum(int(np.prod(shape)) for _, shape in
+                              self.manifest["observation"]["layout"])
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
@@ -149,9 +154,10 @@ class BundleAgent:
 
     def policy(self, observations: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(actions [N], logits [N, A]) for a batch of observations and masks."""
+        x = np.asarray(observations, np.float32)
+        x = np.ascontiguousarray(x.reshape(-1, x.shape[-1])[:, :self.input_size])
         action, logits = self.session.run(["action", "logits"], {
-            "observation": np.asarray(observations, np.float32).reshape(
-                -1, observations.shape[-1]),
+            "observation": x,
             "action_mask": np.asarray(masks, np.int8).reshape(-1, masks.shape[-1])})
         return action, logits
 

@@ -10,7 +10,7 @@
 | Agents (count) | 3 to 6 |
 | Action shape | Discrete(1 + 6R): 49 with a 32-card deck, 79 with 52 cards |
 | Action values | Discrete(49) or Discrete(79) |
-| Observation shape | (297,) with 32 cards, (407,) with 52 cards, whatever the player count |
+| Observation shape | (413,) with 32 cards, (593,) with 52 cards, whatever the player count |
 | Observation values | [0, 1], except `seat_held` and `seat_total` (>= 0) |
 
 A shedding game for 3 to 6 players under every rule variant of RULES.md: the presets `culo`,
@@ -51,6 +51,15 @@ observer (offset 0 is the observer) and padded to 6 seats. The slices (R ranks, 
 | `seat_place` | (6, 6) | one-hot place taken this round |
 | `seat_title` | (6, 5) | one-hot title of the previous round |
 | `seat_total` | (6,) | match points / 15 |
+| `unseen` | (R, 4) | cards of each rank not in the own hand, played, face up or revealed |
+| `opp_most` | (R, 4) | most cards of each rank one opponent in the round can hold |
+| `beat_most` | (R, 4) | most cards of one higher rank an opponent can hold |
+| `own_dominant` | (R,) | own ranks that, led whole, no opponent can beat |
+| `open_groups` | (R,) | thermometer of own ranks that are not dominant |
+| `threat` | (4,) | bit j: an opponent in the round holds at most j + 1 cards |
+
+The last six (card counting, layout version 2) are functions of the ones above, given because
+a small network learns several times faster with them.
 
 `arschloch_env.observation.Layout(R).views(obs)` gives these as named, reshaped arrays.
 `state()` returns the full-information vector for centralised critics: the acting agent's

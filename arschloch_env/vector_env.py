@@ -4,7 +4,7 @@
 |---|---|
 | Import | `from arschloch_env.vector_env import ArschlochVecEnv` |
 | Envs | `num_envs` games of one :class:`~arschloch_env.vector.VectorGame` |
-| Observation | float32 (297,) or (407,), the AEC observation vector of the learner's seat |
+| Observation | float32 (413,) or (593,), the AEC observation vector of the learner's seat |
 | Action | Discrete(1 + 6R); `env_method("action_masks")` / `get_action_masks(env)` give the masks |
 | Reward | the learner's round-end rewards (`"place"` or `"points"`), as the AEC env |
 | Episode | one match; the game restarts by itself (SB3's auto-reset) |

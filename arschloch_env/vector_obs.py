@@ -16,10 +16,10 @@ from numba import njit
 from arschloch_env.vector_rng import JIT
 from arschloch_env.vector_state import (
     C_D, C_N, C_NOFIN, C_R, C_ROUNDS, C_TARGET, C_TITLE, C_TOP, CUR, FDOWN, FUP, GIVE, GIVEN,
-    HAND, MAXR, O_ALLH, O_FDOWN, O_FUP, O_GIVEN, O_HAND, O_HELD, O_HIP, O_LEAD, O_OUT,
-    O_PASSED, O_PHASE, O_PLACE, O_PLAYED, O_PRESENT, O_PROG, O_RECV, O_REV, O_TC, O_TITLE,
-    O_TOGIVE, O_TOTAL, O_TR, O_TS, PH, PL, PLAY, PLAYED, POP, PPL, PSD, RECV, REV, ROUND, SZ,
-    TAKE, TC, TOGIVE, TOPA, TOT, TR, TS,
+    GONE, HAND, MAXR, O_ALLH, O_BEAT, O_FDOWN, O_FUP, O_GIVEN, O_HAND, O_HELD, O_HIP, O_LEAD,
+    O_OPEN, O_OPPM, O_OUT, O_OWND, O_PASSED, O_PHASE, O_PLACE, O_PLAYED, O_PRESENT, O_PROG,
+    O_RECV, O_REV, O_TC, O_THREAT, O_TITLE, O_TOGIVE, O_TOTAL, O_TR, O_TS, O_UNSEEN, PH, PL,
+    PLAY, PLAYED, POP, PPL, PSD, RECV, REV, ROUND, SZ, TAKE, TC, TOGIVE, TOPA, TOT, TR, TS,
 )
 
 # thermometers: by count (padded to 8 rows), and by suit mask
@@ -111,6 +111,45 @@ def observe_seat(g, C, row, seat):
         i += 1
         if i == n:
             i = 0
+    write_counting(g, C, row, seat)
+
+
+@njit(**JIT)
+def write_counting(g, C, row, seat):
+    """The card-counting slices (``Encoder._counting``): ranks from the top down, so that the
+    most cards of one higher rank an opponent can hold is a running maximum."""
+    n, R = C[C_N] & 7, C[C_R] & 15
+    h = HAND + MAXR * seat
+    most, fewest = 0, 99
+    for o in range(n):
+        if o != seat and g[PL + o] == 0:
+            most = max(most, g[SZ + o])
+            fewest = min(fewest, g[SZ + o])
+    o_unseen, o_oppm, o_beat = C[O_UNSEEN] & 1023, C[O_OPPM] & 1023, C[O_BEAT] & 1023
+    o_ownd = C[O_OWND] & 1023
+    beat, open_groups = 0, 0
+    for r in range(R - 1, -1, -1):
+        have = POP[g[h + r] & 15]
+        u = 4 - have - g[GONE + r]
+        m = min(u, most)
+        if C[C_NOFIN] and r == R - 1:
+            m = min(u, max(most - 1, 0))
+        _put4(row, o_unseen + 4 * r, THERMO, u & 7)
+        _put4(row, o_oppm + 4 * r, THERMO, m & 7)
+        _put4(row, o_beat + 4 * r, THERMO, beat & 7)
+        if have:
+            if beat < have:
+                row[o_ownd + r] = 1.0
+            else:
+                open_groups += 1
+        beat = max(beat, m)
+    o = C[O_OPEN] & 1023
+    for j in range(open_groups):
+        row[o + j] = 1.0
+    o = C[O_THREAT] & 1023
+    for j in range(4):
+        if max(fewest, 1) <= j + 1:
+            row[o + j] = 1.0
 
 
 @njit(**JIT)

@@ -59,11 +59,12 @@ C_TITLE = 17
 OBS_SLICES = ("hand", "played", "face_up", "revealed", "highest_in_play", "table_rank",
               "table_count", "table_seat", "leading", "given", "received", "phase", "to_give",
               "match_progress", "seat_present", "seat_held", "seat_out", "seat_passed",
-              "seat_place", "seat_title", "seat_total", "all_hands", "face_down")
+              "seat_place", "seat_title", "seat_total", "unseen", "opp_most", "beat_most",
+              "own_dominant", "open_groups", "threat", "all_hands", "face_down")
 C_OFF = C_TITLE + MAXN
 (O_HAND, O_PLAYED, O_FUP, O_REV, O_HIP, O_TR, O_TC, O_TS, O_LEAD, O_GIVEN, O_RECV, O_PHASE,
- O_TOGIVE, O_PROG, O_PRESENT, O_HELD, O_OUT, O_PASSED, O_PLACE, O_TITLE, O_TOTAL, O_ALLH,
- O_FDOWN) = range(C_OFF, C_OFF + len(OBS_SLICES))
+ O_TOGIVE, O_PROG, O_PRESENT, O_HELD, O_OUT, O_PASSED, O_PLACE, O_TITLE, O_TOTAL, O_UNSEEN,
+ O_OPPM, O_BEAT, O_OWND, O_OPEN, O_THREAT, O_ALLH, O_FDOWN) = range(C_OFF, C_OFF + len(OBS_SLICES))
 C_SIZE = C_OFF + len(OBS_SLICES)
 
 # record events: int64 rows [type, a, b, c, data...]

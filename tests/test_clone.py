@@ -42,7 +42,7 @@ def test_clone_agrees_with_its_teacher(greedy_clone):
     out, agreement = greedy_clone
     assert agreement > 0.85  # about 0.9 at these sizes
     mlp = MLP.load(out)
-    assert [w.shape for w, _ in mlp.layers] == [(64, 297), (64, 64), (49, 64)]
+    assert [w.shape for w, _ in mlp.layers] == [(64, 413), (64, 64), (49, 64)]
     game = Game(make_rules("culo", 4), seed=11, auto_pass=True)
     encoder, greedy, same, total = Encoder(game.R), make_agent("greedy"), 0, 0
     while not game.is_over:  # a fresh match: every clone move is legal, most are greedy's
@@ -81,8 +81,8 @@ def test_policy_file_plays_its_share_in_ppo_vec(greedy_clone, tmp_path):
 
 
 @pytest.mark.parametrize("override, message", [
-    ("ppo.net_arch=[32,32]", "has layers [(64, 297), (64, 64), (49, 64)] (relu); this run's "
-                             "policy has [(32, 297), (32, 32), (49, 32)] (relu)"),
+    ("ppo.net_arch=[32,32]", "has layers [(64, 413), (64, 64), (49, 64)] (relu); this run's "
+                             "policy has [(32, 413), (32, 32), (49, 32)] (relu)"),
     ("ppo.activation=tanh", "(tanh)"),
 ])
 def test_policy_file_of_another_shape_is_refused(greedy_clone, tmp_path, override, message):

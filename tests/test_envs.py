@@ -323,7 +323,7 @@ def test_action_masks_through_subproc_vec_env():
     try:
         venv.seed(0)
         obs = venv.reset()
-        assert obs.shape == (2, 297)
+        assert obs.shape == (2, 413)
         masks = np.stack(venv.env_method("action_masks"))
         assert masks.shape == (2, 49) and masks.dtype == bool and masks.any(axis=1).all()
         actions = np.array([np.flatnonzero(m)[0] for m in masks])
@@ -352,5 +352,5 @@ def test_gymnasium_registry_free_construction():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         obs, info = env_reset_passive_checker(env, seed=0)
-    assert obs.shape == (407,) and isinstance(info, dict)
+    assert obs.shape == (593,) and isinstance(info, dict)
     assert isinstance(env.observation_space, gymnasium.spaces.Box)

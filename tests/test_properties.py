@@ -257,6 +257,44 @@ def test_observation_views_decode_back(table):
         random_step(g, rng)
 
 
+def thermometer(c: int) -> list[float]:
+    return [float(i < c) for i in range(4)]
+
+
+@settings(max_examples=15)
+@given(tables)
+def test_card_counting_slices_follow_the_public_view(table):
+    preset, n, seed, play_seed = table
+    g = new_game(preset, n, seed)
+    enc, layout = Encoder(g.R), Layout(g.R)
+    rng = np.random.default_rng(play_seed)
+    order = g.rules.rank_order
+    R, nf = len(order), g.rules.no_finish_on_top
+    while not g.is_over:
+        for seat in {g.current, int(rng.integers(n))}:
+            v = layout.views(enc.observe(g, seat))
+            view = public_view(g, seat)
+            held = Counter(c[0] for c in view["hand"])
+            seen = Counter(c[0] for c in view["hand"] + view["played"] + view["face_up"])
+            seen[order[-1]] += sum(bin(m).count("1") for m in g.revealed)
+            unseen = [4 - seen[r] for r in order]
+            opps = [o for o in range(n) if o != seat and view["places"][o] is None]
+            most = max((view["counts"][o] for o in opps), default=0)
+            # what one opponent in the round can hold of rank q (never a hand of top cards only)
+            can_hold = [min(unseen[q], max(most - (nf and q == R - 1), 0)) for q in range(R)]
+            beat = [max(can_hold[r + 1:], default=0) for r in range(R)]
+            dominant = [0 < held[order[r]] and beat[r] < held[order[r]] for r in range(R)]
+            assert [list(x) for x in v["unseen"]] == [thermometer(u) for u in unseen]
+            assert [list(x) for x in v["opp_most"]] == [thermometer(c) for c in can_hold]
+            assert [list(x) for x in v["beat_most"]] == [thermometer(b) for b in beat]
+            assert list(v["own_dominant"]) == [float(d) for d in dominant]
+            open_groups = sum(held[order[r]] > 0 and not dominant[r] for r in range(R))
+            assert list(v["open_groups"]) == [float(i < open_groups) for i in range(R)]
+            fewest = min((view["counts"][o] for o in opps), default=99)
+            assert list(v["threat"]) == [float(fewest <= j + 1) for j in range(4)]
+        random_step(g, rng)
+
+
 @settings(max_examples=15)
 @given(tables)
 def test_auto_exchange_gives_the_highest_cards(table):
@@ -389,10 +427,10 @@ def check_record_semantics(events: list[dict]) -> None:
 
 
 def test_observation_size_independent_of_player_count():
-    for preset, size in (("culo", 297), ("culo-ten", 297), ("culo-52", 407), ("tavern", 407)):
+    for preset, size in (("culo", 413), ("culo-ten", 413), ("culo-52", 593), ("tavern", 593)):
         sizes = {Encoder(Game(preset, num_players=n, seed=0).R).size for n in range(3, 7)}
         assert sizes == {size}
-        layout = Layout(52 // 4 if size == 407 else 8)
+        layout = Layout(52 // 4 if size == 593 else 8)
         assert layout.size == size
         assert max(s.stop for s in layout.slices.values()) == size
         for n in range(3, 7):

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from agents.bundle import BundleError, load_bundle
+from agents.mlp import MLP
 from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
 from train.config import ConfigError, load_config
@@ -287,6 +288,42 @@ def test_bundle_refuses_other_rules_and_damage(bundle, tmp_path):
     (old / "manifest.json").write_text("{not json")
     with pytest.raises(BundleError, match="damaged"):
         load_bundle(old)
+
+
+def test_bundle_of_an_earlier_layout_reads_the_leading_part(bundle, tmp_path):
+    """Layout versions only append slices: a version-1 bundle (the observation up to
+    ``seat_total``) plays on today's observation as it did on version 1's."""
+    import shutil
+
+    import onnx
+
+    from agents.bundle import file_sha256
+    from train.export import mlp_to_onnx, policy_mlp
+
+    out, model = bundle
+    v1 = tmp_path / "v1"
+    shutil.copytree(out, v1)
+    manifest = json.loads((v1 / "manifest.json").read_text())
+    layout = manifest["observation"]["layout"]
+    keep = [name for name, _ in layout].index("seat_total") + 1
+    D1 = sum(int(np.prod(shape)) for _, shape in layout[:keep])
+    mlp = policy_mlp(model)
+    w0, b0 = mlp.layers[0]
+    small = MLP([(w0[:, :D1], b0), *mlp.layers[1:]], mlp.activation)
+    onnx.save(mlp_to_onnx(small, mlp.output_size), v1 / "policy.onnx")
+    manifest["observation"] = {"version": 1, "size": D1, "layout": layout[:keep]}
+    manifest["policy"]["sha256"] = file_sha256(v1 / "policy.onnx")
+    (v1 / "manifest.json").write_text(json.dumps(manifest))
+    agent = load_bundle(v1)
+    g = Game("culo", num_players=4, seed=3)
+    obs = Encoder(g.R).observation(g, g.current)
+    _, logits = agent.policy(obs["observation"][None], obs["action_mask"][None])
+    assert np.allclose(logits[0], small(obs["observation"][:D1]), atol=1e-5)
+
+    manifest["observation"]["layout"] = layout[1:keep]
+    (v1 / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match="not a leading part"):
+        load_bundle(v1)
 
 
 def test_export_cli_and_bundle_as_agent_spec(smoke_run, tmp_path):

@@ -246,7 +246,7 @@ def test_reset_continues_the_series():
 def test_batch_of_one_and_shapes():
     vg = VectorGame("culo-52", 6, num_games=1, seed=0)
     obs, mask = vg.reset()
-    assert obs.shape == (1, 407) and obs.dtype == np.float32
+    assert obs.shape == (1, 593) and obs.dtype == np.float32
     assert mask.shape == (1, 79) and mask.dtype == np.int8
     obs, mask, rew, done = vg.step(vg.sample_actions())
     assert rew.shape == (1, 6) and rew.dtype == np.float32 and done.dtype == bool
@@ -352,7 +352,7 @@ def test_vec_env_episode_returns_are_match_points(seat):
     env = ArschlochVecEnv("culo", 4, num_envs=16, seed=3, seat=seat, reward="points")
     assert is_masking_supported(env)
     obs = env.reset()
-    assert obs.shape == (16, 297) and env.observation_space.contains(obs[0])
+    assert obs.shape == (16, 413) and env.observation_space.contains(obs[0])
     rng = np.random.default_rng(0)
     returns = np.zeros(16)
     episodes = 0
@@ -368,7 +368,7 @@ def test_vec_env_episode_returns_are_match_points(seat):
                 assert info["seat"] == seat
             # points reward: the episode's return is the learner's match total
             assert returns[i] == info["totals"][info["seat"]]
-            assert info["terminal_observation"].shape == (297,)
+            assert info["terminal_observation"].shape == (413,)
             returns[i] = 0
             episodes += 1
     assert episodes >= 16
@@ -382,7 +382,7 @@ def test_vec_env_batched_opponent_and_maskable_ppo():
 
     def lowest_legal(obs, mask):
         calls.append(len(obs))
-        assert obs.shape[1] == 407 and mask.shape == (len(obs), 79)
+        assert obs.shape[1] == 593 and mask.shape == (len(obs), 79)
         return mask.argmax(axis=1)
 
     env = ArschlochVecEnv("tavern", 4, num_envs=8, seed=1, seat=0, opponent=lowest_legal)
