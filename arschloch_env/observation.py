@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 import struct
 from array import array
+from itertools import accumulate
 
 import numpy as np
 
@@ -178,6 +179,7 @@ class Encoder:
         self._pad1 = tuple(bytes(4 * (SEATS - k)) for k in range(SEATS + 1))
         self._pad5 = tuple(bytes(20 * (SEATS - k)) for k in range(SEATS + 1))
         self._pad6 = tuple(bytes(24 * (SEATS - k)) for k in range(SEATS + 1))
+        self._fours = [4] * R
         self._thermo_r = tuple(_floats([1.0 if j < c else 0.0 for j in range(R)])
                                for c in range(R + 1))
 
@@ -247,24 +249,21 @@ class Encoder:
 
     def _counting(self, g, seat: int) -> list[bytes]:
         """The card-counting slices (``unseen`` ... ``threat``)."""
-        R, top = self.R, self.R - 1
         h = list(map(POPCOUNT.__getitem__, g.hands[seat]))
-        u = [4 - a - b for a, b in zip(h, g.gone)]
+        u = list(map(int.__sub__, map(int.__sub__, self._fours, h), g.gone))
         places, sizes = g.places, g.sizes
         opp = [sizes[o] for o in range(g.n) if o != seat and places[o] is None]
         most = max(opp, default=0)
         m = [x if x < most else most for x in u]
         if g.rules.no_finish_on_top:
-            m[top] = min(u[top], max(most - 1, 0))
-        beat = [0] * R
-        for r in range(R - 2, -1, -1):
-            beat[r] = max(beat[r + 1], m[r + 1])
-        dominant = [0 < a and b < a for a, b in zip(h, beat)]
-        open_groups = sum(a > 0 and not d for a, d in zip(h, dominant))
-        fewest = min(opp, default=99)
+            m[-1] = min(u[-1], max(most - 1, 0))
+        # beat[r]: the largest m above r (a running maximum from the top down)
+        beat = list(accumulate(reversed(m), max))[-2::-1] + [0]
+        dominant = list(map(int.__lt__, beat, h))  # beat >= 0: only ranks held
+        open_groups = len(h) - h.count(0) - sum(dominant)
         return [*map(THERMO.__getitem__, u), *map(THERMO.__getitem__, m),
-                *map(THERMO.__getitem__, beat), _floats(dominant),
-                self._thermo_r[open_groups], _THREAT[min(max(fewest, 1), 5) - 1]]
+                *map(THERMO.__getitem__, beat), *map(_FLAG.__getitem__, dominant),
+                self._thermo_r[open_groups], _THREAT[min(max(min(opp, default=5), 1), 5) - 1]]
 
     def _round_constants(self, g, seat: int) -> tuple[bytes, bytes, bytes, bytes]:
         """The slices that cannot change during the play phase of a round (exchange cards,
