@@ -365,6 +365,39 @@ def test_init_from_refuses_another_network(small_run, tmp_path, override, messag
     assert not (tmp_path / "run").exists()
 
 
+def test_init_from_widens_a_checkpoint_of_layout_version_1():
+    """The slices of version 2 get zero weights (and zero Adam moments): the networks compute
+    what they computed on version 1's inputs."""
+    import torch
+
+    from arschloch_env.observation import Layout
+    from train.ppo_vec_io import widen_inputs
+
+    old = Layout(8).slices["seat_total"].stop
+    new, extras = Layout(8).size, Layout(8, full_state=True).size - Layout(8).size
+    g = torch.Generator().manual_seed(0)
+    actor_w = torch.randn(4, old, generator=g)
+    critic_w = torch.randn(4, old + extras, generator=g)
+    moment = {"step": torch.tensor(3.0), "exp_avg": critic_w.clone(),
+              "exp_avg_sq": critic_w.abs()}
+    state = {"net_arch": [4], "critic_state": True,
+             "actor": {"0.weight": actor_w, "0.bias": torch.zeros(4)},
+             "critic": {"0.weight": critic_w, "0.bias": torch.zeros(4)},
+             "optimizer": {"state": {4: moment}, "param_groups": []}}
+    wide = widen_inputs(state, 8)
+    assert wide["actor"]["0.weight"].shape == (4, new)
+    assert wide["critic"]["0.weight"].shape == (4, new + extras)
+    x = torch.rand(old + extras, generator=g)
+    x_new = torch.cat([x[:old], torch.rand(new - old, generator=g), x[old:]])
+    assert torch.allclose(wide["critic"]["0.weight"] @ x_new, critic_w @ x)
+    assert torch.allclose(wide["actor"]["0.weight"] @ x_new[:new], actor_w @ x[:old])
+    for key in ("exp_avg", "exp_avg_sq"):
+        m = wide["optimizer"]["state"][4][key]
+        assert m.shape == (4, new + extras) and not m[:, old:new].any()
+    assert state["critic"]["0.weight"] is critic_w  # the loaded payload is left as it was
+    assert widen_inputs(wide, 8)["critic"]["0.weight"].shape == (4, new + extras)
+
+
 def test_init_from_names_a_missing_checkpoint(tmp_path):
     res = cli(*train_args(tmp_path / "run", f"init_from={tmp_path}"))
     assert res.returncode == 2 and "holds no checkpoint" in res.stderr, res.stderr[-2000:]

@@ -99,6 +99,38 @@ def init_checkpoint(cfg) -> dict[str, Any]:
     differ = [f"{k} {ours[k]} (checkpoint: {theirs[k]})" for k in ours if ours[k] != theirs[k]]
     if differ:
         raise ConfigError(f"init_from: {path} has another network: {'; '.join(differ)}")
+    from train.sb3_trainer import rules_for
+    return widen_inputs(state, len(rules_for(cfg).rank_order))
+
+
+def widen_inputs(state: dict[str, Any], R: int) -> dict[str, Any]:
+    """A checkpoint of an earlier observation layout, its networks given zero weights for the
+    slices added since: the same functions of the new inputs.
+
+    Layout versions only append slices to the observation, and the full state is the
+    observation followed by the hands, so the new columns go at the old observation's end
+    (actor, and a critic on either input); Adam's moments get zeros there too."""
+    import torch
+
+    from arschloch_env.observation import Layout
+
+    old = Layout(R).slices["seat_total"].stop  # where version 1 ended
+    added = Layout(R).size - old
+
+    def widen(t):
+        return torch.cat([t[:, :old], t.new_zeros((t.shape[0], added)), t[:, old:]], dim=1)
+
+    n_actor = len(state["net_arch"]) * 2 + 2  # the actor's weights and biases come first
+    opt = dict(state["optimizer"]["state"])
+    state = {**state, "optimizer": {**state["optimizer"], "state": opt}}
+    for net, param, full in (("actor", 0, Layout(R).size),
+                             ("critic", n_actor, Layout(R, state["critic_state"]).size)):
+        if state[net]["0.weight"].shape[1] != full - added:
+            continue
+        state[net] = {**state[net], "0.weight": widen(state[net]["0.weight"])}
+        if param in opt:
+            opt[param] = {k: widen(v) if k.startswith("exp_avg") else v
+                          for k, v in opt[param].items()}
     return state
 
 
@@ -130,4 +162,4 @@ def checkpoint_mlp(path: str | Path) -> MLP:
 
 
 __all__ = ["actor_mlp", "checkpoint_mlp", "init_checkpoint", "linear_layers",
-           "load_checkpoint", "load_state", "save_checkpoint"]
+           "load_checkpoint", "load_state", "save_checkpoint", "widen_inputs"]
