@@ -64,7 +64,8 @@ OBS_SLICES = ("hand", "played", "face_up", "revealed", "highest_in_play", "table
 C_OFF = C_TITLE + MAXN
 (O_HAND, O_PLAYED, O_FUP, O_REV, O_HIP, O_TR, O_TC, O_TS, O_LEAD, O_GIVEN, O_RECV, O_PHASE,
  O_TOGIVE, O_PROG, O_PRESENT, O_HELD, O_OUT, O_PASSED, O_PLACE, O_TITLE, O_TOTAL, O_UNSEEN,
- O_OPPM, O_BEAT, O_OWND, O_OPEN, O_THREAT, O_ALLH, O_FDOWN) = range(C_OFF, C_OFF + len(OBS_SLICES))
+ O_OPPM, O_BEAT, O_OWND, O_OPEN, O_THREAT, O_ALLH, O_FDOWN) = range(C_OFF,
+                                                                   C_OFF + len(OBS_SLICES))
 C_SIZE = C_OFF + len(OBS_SLICES)
 
 # record events: int64 rows [type, a, b, c, data...]

@@ -128,6 +128,7 @@ def widen_inputs(state: dict[str, Any], R: int) -> dict[str, Any]:
         if state[net]["0.weight"].shape[1] != full - added:
             continue
         state[net] = {**state[net], "0.weight": widen(state[net]["0.weight"])}
+        state["obs_size" if net == "actor" else "critic_input"] = full
         if param in opt:
             opt[param] = {k: widen(v) if k.startswith("exp_avg") else v
                           for k, v in opt[param].items()}
