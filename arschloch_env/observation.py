@@ -28,6 +28,8 @@ from arschloch_env.cards import POPCOUNT
 
 SEATS = 6
 OBS_VERSION = 2
+LAST_SLICE = {1: "seat_total", 2: "threat"}
+"""The last slice of the observation in each layout version (later versions append)."""
 TITLE_INDEX = {"President": 0, "Vice-President": 1, "Citizen": 2, "Vice-Arschloch": 3,
                "Arschloch": 4}
 PHASE_INDEX = {"play": 0, "give": 1, "take": 2, "lay": 3}
@@ -109,6 +111,10 @@ class Layout:
             o += size
         return out
 
+    def version_size(self, version: int) -> int:
+        """The size of the observation in an earlier layout version: its leading part."""
+        return self.slices[LAST_SLICE[version]].stop
+
     @property
     def size(self) -> int:
         return sum(int(np.prod(shape)) for _, shape, _ in self.entries)
@@ -144,8 +150,8 @@ _PACK_2 = struct.Struct("2f").pack
 _OUT = {None: ZERO, **{p: ONE for p in range(1, SEATS + 1)}}
 _FLAG = (ZERO, ONE)
 _INV15 = 1.0 / 15.0
-# threat by the fewest cards an opponent holds, 1..4 or more (5)
-_THREAT = tuple(_floats([1.0 if f <= j + 1 else 0.0 for j in range(4)]) for f in range(1, 6))
+# threat by the fewest cards an opponent holds, 0..4 or more (5)
+_THREAT = tuple(_floats([1.0 if f <= j + 1 else 0.0 for j in range(4)]) for f in range(6))
 
 
 def _pack_floats(values) -> bytes:
@@ -263,7 +269,7 @@ class Encoder:
         open_groups = len(h) - h.count(0) - sum(dominant)
         return [*map(THERMO.__getitem__, u), *map(THERMO.__getitem__, m),
                 *map(THERMO.__getitem__, beat), *map(_FLAG.__getitem__, dominant),
-                self._thermo_r[open_groups], _THREAT[min(max(min(opp, default=5), 1), 5) - 1]]
+                self._thermo_r[open_groups], _THREAT[min(min(opp, default=5), 5)]]
 
     def _round_constants(self, g, seat: int) -> tuple[bytes, bytes, bytes, bytes]:
         """The slices that cannot change during the play phase of a round (exchange cards,

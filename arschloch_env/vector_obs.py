@@ -148,7 +148,7 @@ def write_counting(g, C, row, seat):
         row[o + j] = 1.0
     o = C[O_THREAT] & 1023
     for j in range(4):
-        if max(fewest, 1) <= j + 1:
+        if fewest <= j + 1:
             row[o + j] = 1.0
 
 

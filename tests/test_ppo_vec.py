@@ -373,7 +373,7 @@ def test_init_from_widens_a_checkpoint_of_layout_version_1():
     from arschloch_env.observation import Layout
     from train.ppo_vec_io import widen_inputs
 
-    old = Layout(8).slices["seat_total"].stop
+    old = Layout(8).version_size(1)
     new, extras = Layout(8).size, Layout(8, full_state=True).size - Layout(8).size
     g = torch.Generator().manual_seed(0)
     actor_w = torch.randn(4, old, generator=g)

@@ -114,7 +114,7 @@ def widen_inputs(state: dict[str, Any], R: int) -> dict[str, Any]:
 
     from arschloch_env.observation import Layout
 
-    old = Layout(R).slices["seat_total"].stop  # where version 1 ended
+    old = Layout(R).version_size(1)
     added = Layout(R).size - old
 
     def widen(t):
