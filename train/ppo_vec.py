@@ -56,6 +56,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -293,25 +294,26 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
     size = max(1, math.ceil(N / cfg.vec.minibatches))
     stats: dict[str, list[float]] = {k: [] for k in ("policy_loss", "value_loss", "entropy",
                                                      "approx_kl", "clipfrac")}
+    # Minibatch rows by index_select: about twice as fast as indexing (obs[mb]) on CPU.
     for _ in range(p.n_epochs):
         perm = torch.randperm(N, generator=generator).to(device)
         for start in range(0, N, size):
             mb = perm[start:start + size]
-            # index_select: about twice as fast as indexing (obs[mb]) on CPU
-            x, mb_legal = obs.index_select(0, mb), legal.index_select(0, mb)
+            take = partial(torch.index_select, dim=0, index=mb)
+            x, mb_legal = take(obs), take(legal)
             illegal_bias = (1.0 - mb_legal) * NEG  # added to the logits: the masked logits
             logp_all = torch.log_softmax(nets.actor(x) + illegal_bias, dim=-1)
-            new_logp = logp_all.gather(1, actions[mb][:, None])[:, 0]
+            new_logp = logp_all.gather(1, take(actions)[:, None])[:, 0]
             floored = logp_all.clamp(min=LOGP_FLOOR)
             entropy = -(floored.exp() * floored * mb_legal).sum(-1).mean()
-            log_ratio = new_logp - old_logp[mb]
+            log_ratio = new_logp - take(old_logp)
             ratio = log_ratio.exp()
-            a = advantages[mb]
+            a = take(advantages)
             a = (a - a.mean()) / (a.std() + 1e-8) if len(mb) > 1 else a
             pg_loss = torch.max(-a * ratio,
                                 -a * ratio.clamp(1 - p.clip_range, 1 + p.clip_range)).mean()
-            c = critic_in.index_select(0, mb) if nets.critic_state else x
-            v_loss = 0.5 * ((nets.critic(c)[:, 0] - returns[mb]) ** 2).mean()
+            c = take(critic_in) if nets.critic_state else x
+            v_loss = 0.5 * ((nets.critic(c)[:, 0] - take(returns)) ** 2).mean()
             loss = pg_loss - p.ent_coef * entropy + p.vf_coef * v_loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
