@@ -9,6 +9,10 @@ candidate (common random numbers), and the candidate with the best mean round po
 (``n - place``) is chosen; the expert's own move wins near-ties, so that noise alone does not
 change a good rule-based choice.
 
+With ``policy`` (a trained bot's :class:`agents.bundle.BundleAgent`) the search improves that
+policy instead: the candidates are its ``top_k`` most likely legal moves, its own choice wins
+near-ties, and in the playouts the searching seat plays the policy (the others the expert).
+
 The search is deterministic given the ``reset`` seed.
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from arschloch_env.engine import GIVE, LAY, PLAY, TAKE, Game
+from arschloch_env.observation import Encoder
 from arschloch_env.rules import make_rules
 
 from agents.expert import DEFAULT, ctx_from_knowledge, decide, game_policy
@@ -130,11 +135,12 @@ def _setup_tasks(g: Game, k: Knowledge) -> None:
         g.tasks = [(LAY, me)] + fourth_swap + exchange
 
 
-def playout(g: Game, seat: int) -> int:
-    """Plays the round out with the expert for every seat; the seat's round points."""
+def playout(g: Game, seat: int, own=None) -> int:
+    """Plays the round out, the seat's round points: ``own(g)`` chooses for ``seat`` (the
+    expert when None), the expert for every other seat."""
     policy = game_policy
     while g.phase != "over":
-        g.step(policy(g))
+        g.step(own(g) if own is not None and g.current == seat else policy(g))
     return g.n - g.last_places[seat]
 
 
@@ -146,25 +152,37 @@ class MCAgent:
             ``min_worlds`` sampled deals each).
         min_worlds: the fewest sampled deals per decision.
         margin: how much better (in mean round points) another move must score than the
-            expert's to be chosen instead.
+            default move (the expert's, or the policy's) to be chosen instead.
+        policy: a trained bot with ``policy(observations, masks) -> (actions, logits)`` (a
+            :class:`agents.bundle.BundleAgent`) to improve instead of the expert.
+        top_k: with ``policy``, how many of its most likely legal moves are searched.
     """
 
-    name = "mc"
     uses_view = True
 
-    def __init__(self, budget: int = 100, min_worlds: int = 8, margin: float = 0.05):
+    def __init__(self, budget: int = 100, min_worlds: int = 8, margin: float = 0.05,
+                 policy=None, top_k: int = 3):
+        if top_k < 1:
+            raise ValueError(f"top_k must be at least 1, got {top_k}")
         self.budget = int(budget)
         self.min_worlds = int(min_worlds)
         self.margin = float(margin)
+        self.policy = policy
+        self.top_k = int(top_k)
+        self.name = "mc" if policy is None else f"mc+{policy.name}"
         self.knowledge = Knowledge()
         self.rng = np.random.default_rng(0)
         self._template: Game | None = None
         self._rules_key = None
+        self._encoder: Encoder | None = None
 
     def reset(self, rules: dict, seat: int, seed: int | None = None) -> None:
         self.knowledge.reset(rules, seat)
         self.rng = np.random.default_rng(seed)
         self._template = None
+        if self.policy is not None:
+            self.policy.reset(rules, seat, seed)
+            self._encoder = Encoder(make_rules(rules).num_ranks)
 
     def _template_for(self, k: Knowledge) -> Game:
         key = k.rules
@@ -185,13 +203,28 @@ class MCAgent:
                 out.append(a)
         return out
 
+    def policy_order(self, vector: np.ndarray, mask: np.ndarray) -> list[int]:
+        """The legal moves from the policy's most to its least likely."""
+        _, logits = self.policy.policy(vector[None], np.asarray(mask, np.int8)[None])
+        legal = np.flatnonzero(mask)
+        return [int(a) for a in legal[np.argsort(-logits[0][legal], kind="stable")]]
+
+    def policy_move(self, g: Game) -> int:
+        """The policy's move in a playout (the seat to act in ``g``)."""
+        mask = g.legal_mask()
+        return self.policy_order(self._encoder.observe(g, g.current), mask)[0]
+
     def act(self, observation: dict, view: dict | None) -> int:
         k = self.knowledge.update(view, observation)
-        legal = [int(a) for a in np.flatnonzero(observation["action_mask"])]
-        expert = decide(ctx_from_knowledge(k, DEFAULT))
+        mask = observation["action_mask"]
+        legal = [int(a) for a in np.flatnonzero(mask)]
         if len(legal) == 1:
             choice = legal[0]
+        elif self.policy is not None:
+            cands = self.policy_order(observation["observation"], mask)[:self.top_k]
+            choice = self.search(k, cands, cands[0]) if len(cands) > 1 else cands[0]
         else:
+            expert = decide(ctx_from_knowledge(k, DEFAULT))
             cands = self.candidates(k, legal)
             if expert not in cands:
                 cands.append(expert)
@@ -199,23 +232,25 @@ class MCAgent:
         k.note_action(choice)
         return int(choice)
 
-    def search(self, k: Knowledge, cands: list[int], expert: int) -> int:
-        """The candidate with the best mean round points over sampled worlds."""
+    def search(self, k: Knowledge, cands: list[int], default: int) -> int:
+        """The candidate with the best mean round points over sampled worlds; ``default``
+        unless another beats it by ``margin``."""
         template = self._template_for(k)
         worlds = max(self.min_worlds, self.budget // len(cands))
         totals = dict.fromkeys(cands, 0.0)
         seat = k.seat
+        own = self.policy_move if self.policy is not None else None
         for _ in range(worlds):
             try:
                 hands, fd = k.sample(self.rng)
             except SampleError:  # pragma: no cover - the true deal is always consistent
-                return expert
+                return default
             world = build_world(template, k, hands, fd)
             for a in cands:
                 g = world.clone(keep_rng=False)
                 g.step(a)
-                totals[a] += playout(g, seat)
+                totals[a] += playout(g, seat, own)
         best = max(cands, key=lambda a: totals[a])
-        if best != expert and (totals[best] - totals[expert]) / worlds < self.margin:
-            return expert
+        if best != default and (totals[best] - totals[default]) / worlds < self.margin:
+            return default
         return best

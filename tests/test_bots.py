@@ -273,6 +273,44 @@ def test_mc_searches_the_setup_phases():
     assert g.codec.give_base <= a < g.codec.take_base
 
 
+def _policy_top(bundle, observation, k):
+    _, logits = bundle.policy(observation["observation"][None],
+                              observation["action_mask"][None])
+    legal = [int(a) for a in observation["action_mask"].nonzero()[0]]
+    return sorted(legal, key=lambda a: -logits[0][a])[:k]
+
+
+@pytest.mark.parametrize("n", [3, 4])
+def test_mc_over_a_policy_searches_only_its_top_moves(n):
+    from agents.bundle import load_bundle
+    bundle = load_bundle("bots/ppo_vec_culo_expert")
+    rules = make_rules("culo", num_players=n, rounds=1)
+    seen = []
+
+    class Checked(MCAgent):
+        def act(self, observation, view):
+            a = super().act(observation, view)
+            seen.append((a, _policy_top(bundle, observation, 2), bundle.act(observation, view)))
+            return a
+
+    agents = [Checked(budget=8, min_worlds=2, policy=bundle, top_k=2)] + [
+        ExpertAgent() for _ in range(n - 1)]
+    assert agents[0].name == f"mc+{bundle.name}"
+    g = play_match(rules, agents, seed=3)
+    assert g.is_over and seen
+    assert all(a in top for a, top, _ in seen)
+    # with one candidate there is nothing to search: the policy's own move
+    single = [MCAgent(policy=bundle, top_k=1)] + [ExpertAgent() for _ in range(n - 1)]
+    plain = [bundle] + [ExpertAgent() for _ in range(n - 1)]
+    assert (play_match(rules, single, seed=3, record=True).events
+            == play_match(rules, plain, seed=3, record=True).events)
+
+
+def test_mc_rejects_an_empty_candidate_list():
+    with pytest.raises(ValueError, match="top_k must be at least 1"):
+        MCAgent(top_k=0)
+
+
 # -- the ladder, cheaply ----------------------------------------------------------------------
 
 def duplicate_diff(preset: str, cand, field, deals: int, rounds: int = 2) -> float:
