@@ -6,8 +6,8 @@ Every figure comes from a duplicate tournament (one round per deal, every deal r
 the candidate in each seat against n-1 copies of the field bot, seed 7 unless told):
 
 - at 4 players: the bot against expert (``--deals``), greedy (``--greedy-deals``) and mc
-  (``--mc-deals``), and expert against greedy (``--ladder-deals``, the first of the same
-  deals), the step of the ladder the bot is held to;
+  (``--mc-deals``), and expert against greedy (``--ladder-deals``, by default the same deals
+  as against expert), the step of the ladder the bot is held to;
 - at every other table size of ``--players`` the bundle was trained for: the bot against each
   of ``--other-fields`` (``--other-deals``).
 
@@ -115,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="4-player deals against expert (default 10000)")
     p.add_argument("--greedy-deals", type=int, default=2_000,
                    help="4-player deals against greedy (default 2000)")
-    p.add_argument("--ladder-deals", type=int, default=4_000,
-                   help="4-player deals of expert against greedy (default 4000)")
+    p.add_argument("--ladder-deals", type=int, default=None,
+                   help="4-player deals of expert against greedy (default: --deals, so that "
+                        "the step and the bot's margin over expert come from the same deals)")
     p.add_argument("--mc-deals", type=int, default=150, help="deals against mc (default 150)")
     p.add_argument("--other-deals", type=int, default=2_000,
                    help="deals at the other table sizes (default 2000)")
@@ -141,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     for field, deals in (("expert", args.deals), ("greedy", args.greedy_deals)):
         if deals > 0:
             rows4[field] = row(play(4, label, field, deals))
-    ladder = row(play(4, "expert", "greedy", args.ladder_deals))
+    ladder_deals = args.deals if args.ladder_deals is None else args.ladder_deals
+    ladder = row(play(4, "expert", "greedy", ladder_deals))
     others = []
     for n in args.players:
         if n in manifest["players"] and n != 4 and args.other_deals > 0:
@@ -150,14 +152,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.mc_deals > 0:  # the slowest field, last
         rows4["mc"] = row(play(4, label, "mc", args.mc_deals))
 
+    ladder_where = (f"the same {ladder['deals']:,} 4-player deals" if ladder_deals == args.deals
+                    else f"the first {ladder['deals']:,} of the same 4-player deals")
     command = " ".join(["python scripts/evaluate_bot.py", *(sys.argv[1:] if argv is None
                                                              else argv)])
     text = "\n\n".join([
         f"Duplicate tournaments of `{label}` ({rules}), one round per deal, seed {args.seed}; "
         "rank points per round (n - place; par (n-1)/2) with 95% CIs over deals.",
         table(list(rows4.values()) + others),
-        f"Ladder step, the first {ladder['deals']:,} of the same 4-player deals: expert "
-        f"against 3x greedy, paired {fmt(ladder['paired'], sign=True)}.",
+        f"Ladder step, {ladder_where}: expert against 3x greedy, paired "
+        f"{fmt(ladder['paired'], sign=True)}.",
         goals(rows4, ladder),
         f"Command: `{command}`",
     ]) + "\n"

@@ -44,7 +44,7 @@ def test_evaluation_script_writes_tables_and_goals(tmp_path):
     bot = SHIPPED[0]
     out = tmp_path / "eval"
     cmd = [sys.executable, str(ROOT / "scripts" / "evaluate_bot.py"), str(bot),
-           "--out", str(out), "--deals", "4", "--greedy-deals", "2", "--ladder-deals", "3",
+           "--out", str(out), "--deals", "4", "--greedy-deals", "2",
            "--mc-deals", "0", "--other-deals", "2",
            "--jobs", "1"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
@@ -52,6 +52,7 @@ def test_evaluation_script_writes_tables_and_goals(tmp_path):
     text = (out / "evaluation.md").read_text()
     assert "| 4 | expert | 4 |" in text and "goal (4 players)" in text
     assert "over par against 3x expert" in text
+    assert "Ladder step, the same 4 4-player deals" in text  # by default the deals of expert
     # a second run reads the finished tournaments instead of playing them again
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert again.returncode == 0 and "deals ..." not in again.stdout
