@@ -83,7 +83,7 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def goals(rows: dict, ladder: dict) -> str:
+def goals(rows: dict, ladder: dict | None) -> str:
     """The strength goals at 4 players, each with its figure and whether it is met."""
     ex, mc = rows.get("expert"), rows.get("mc")
     checks = []
@@ -95,10 +95,11 @@ def goals(rows: dict, ladder: dict) -> str:
                        over >= GOAL_OVER_PAR))
         checks.append((f"its 95% CI lower bound >= +{GOAL_CI_LOW:.2f}", f"{low:+.4f}",
                        low >= GOAL_CI_LOW))
-        step = ladder["paired"]["mean"]
-        gap = ex["paired"]["mean"]
-        checks.append((f"paired margin over expert >= expert's over greedy ({step:+.4f})",
-                       f"{gap:+.4f}", gap >= step))
+        if ladder is not None:
+            step = ladder["paired"]["mean"]
+            gap = ex["paired"]["mean"]
+            checks.append((f"paired margin over expert >= expert's over greedy ({step:+.4f})",
+                           f"{gap:+.4f}", gap >= step))
     if mc is not None:
         checks.append(("paired margin over mc > 0, CI excluding 0",
                        fmt(mc["paired"], sign=True), mc["paired"]["low"] > 0))
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         if deals > 0:
             rows4[field] = row(play(4, label, field, deals))
     ladder_deals = args.deals if args.ladder_deals is None else args.ladder_deals
-    ladder = row(play(4, "expert", "greedy", ladder_deals))
+    ladder = row(play(4, "expert", "greedy", ladder_deals)) if ladder_deals > 0 else None
     others = []
     for n in args.players:
         if n in manifest["players"] and n != 4 and args.other_deals > 0:
@@ -152,16 +153,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.mc_deals > 0:  # the slowest field, last
         rows4["mc"] = row(play(4, label, "mc", args.mc_deals))
 
-    ladder_where = (f"the same {ladder['deals']:,} 4-player deals" if ladder_deals == args.deals
-                    else f"the first {ladder['deals']:,} of the same 4-player deals")
+    ladder_where = (f"the same {ladder_deals:,} 4-player deals" if ladder_deals == args.deals
+                    else f"the first {ladder_deals:,} of the same 4-player deals")
     command = " ".join(["python scripts/evaluate_bot.py", *(sys.argv[1:] if argv is None
                                                              else argv)])
     text = "\n\n".join([
         f"Duplicate tournaments of `{label}` ({rules}), one round per deal, seed {args.seed}; "
         "rank points per round (n - place; par (n-1)/2) with 95% CIs over deals.",
         table(list(rows4.values()) + others),
-        f"Ladder step, {ladder_where}: expert against 3x greedy, paired "
-        f"{fmt(ladder['paired'], sign=True)}.",
+        *([f"Ladder step, {ladder_where}: expert against 3x greedy, paired "
+           f"{fmt(ladder['paired'], sign=True)}."] if ladder else []),
         goals(rows4, ladder),
         f"Command: `{command}`",
     ]) + "\n"
