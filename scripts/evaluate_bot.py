@@ -83,6 +83,17 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def ladder_line(ladder: dict, deals: int) -> str:
+    """Expert's paired margin over greedy, and which of the bot's deals it was measured on
+    (one seed's deals are a prefix of each other)."""
+    n = ladder["deals"]
+    where = (f"the same {n:,} 4-player deals" if n == deals
+             else f"the first {n:,} of the same 4-player deals" if n < deals
+             else f"{n:,} 4-player deals, the bot's {deals:,} first")
+    return (f"Ladder step, {where}: expert against 3x greedy, paired "
+            f"{fmt(ladder['paired'], sign=True)}.")
+
+
 def goals(rows: dict, ladder: dict | None) -> str:
     """The strength goals at 4 players, each with its figure and whether it is met."""
     ex, mc = rows.get("expert"), rows.get("mc")
@@ -153,16 +164,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.mc_deals > 0:  # the slowest field, last
         rows4["mc"] = row(play(4, label, "mc", args.mc_deals))
 
-    ladder_where = (f"the same {ladder_deals:,} 4-player deals" if ladder_deals == args.deals
-                    else f"the first {ladder_deals:,} of the same 4-player deals")
     command = " ".join(["python scripts/evaluate_bot.py", *(sys.argv[1:] if argv is None
                                                              else argv)])
     text = "\n\n".join([
         f"Duplicate tournaments of `{label}` ({rules}), one round per deal, seed {args.seed}; "
         "rank points per round (n - place; par (n-1)/2) with 95% CIs over deals.",
         table(list(rows4.values()) + others),
-        *([f"Ladder step, {ladder_where}: expert against 3x greedy, paired "
-           f"{fmt(ladder['paired'], sign=True)}."] if ladder else []),
+        *([ladder_line(ladder, args.deals)] if ladder else []),
         goals(rows4, ladder),
         f"Command: `{command}`",
     ]) + "\n"
