@@ -23,7 +23,7 @@ from train.export import policy_mlp
 
 class TrainingLoop(BaseCallback):
     def __init__(self, cfg: TrainConfig, run, league, meta: dict[str, Any] | None,
-                 progress: bool = True):
+                 progress: bool | None = None):
         super().__init__()
         self.cfg, self.run, self.league = cfg, run, league
         self.progress = progress
@@ -41,9 +41,10 @@ class TrainingLoop(BaseCallback):
 
     def _on_training_start(self) -> None:
         from tqdm import tqdm
-        if self.progress:
+        if self.progress is not False:
             self._bar = tqdm(total=self.cfg.total_steps, initial=self.num_timesteps,
-                             unit="step", desc="training", dynamic_ncols=True)
+                             unit="step", desc="training", dynamic_ncols=True,
+                             disable=None if self.progress is None else False)
         writer = self._tb_writer()
         if writer is not None and self.num_timesteps == 0:
             import json

@@ -21,7 +21,9 @@ def add_train_parser(sub) -> None:
                    help="continue the run in --run-dir from its last checkpoint, with its "
                         "config; --set may change total_steps, the learning rate, "
                         "checkpoints, evaluation and threads")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None,
+                   help="always show the progress bar (default: on a terminal)")
+    p.add_argument("--no-progress", dest="progress", action="store_false")
     p.set_defaults(func=_cmd_train)
 
 
@@ -85,7 +87,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     run_dir = args.run_dir or f"runs/{Path(args.config).stem}-seed{cfg.seed}"
     try:
-        final = train(cfg, run_dir, resume=args.resume, progress=not args.no_progress)
+        final = train(cfg, run_dir, resume=args.resume, progress=args.progress)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     print(f"run directory: {run_dir}\n  checkpoint: {final}\n  TensorBoard: tensorboard "

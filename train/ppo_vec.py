@@ -418,7 +418,7 @@ def policy_files(cfg: TrainConfig) -> tuple[str, ...]:
 
 
 def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
-          progress: bool = True) -> Path:
+          progress: bool | None = None) -> Path:
     """Trains per ``cfg`` into ``run_dir`` and returns the final checkpoint's path."""
     passive_openmp(cfg)
     from train.ppo_vec_run import Bookkeeper

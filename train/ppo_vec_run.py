@@ -16,7 +16,7 @@ from train.ppo_vec_io import actor_mlp, save_checkpoint
 
 class Bookkeeper:
     def __init__(self, cfg: TrainConfig, run, league, meta: dict[str, Any] | None,
-                 progress: bool = True):
+                 progress: bool | None = None):
         self.cfg, self.run, self.league, self.progress = cfg, run, league, progress
         meta = meta or {}
         self.evaluations: list[dict[str, Any]] = list(meta.get("evaluations", []))
@@ -43,10 +43,11 @@ class Bookkeeper:
             self.writer.add_text("rules", "```\n" + json.dumps(rules_for(self.cfg).to_dict(),
                                                                indent=2) + "\n```", 0)
             self.league.update_current(actor_mlp(nets.actor, nets.activation))
-        if self.progress:
+        if self.progress is not False:
             from tqdm import tqdm
             self._bar = tqdm(total=self.cfg.total_steps, initial=min(steps, self.cfg.total_steps),
-                             unit="step", desc="training", dynamic_ncols=True)
+                             unit="step", desc="training", dynamic_ncols=True,
+                             disable=None if self.progress is None else False)
 
     def after_rollout(self, nets, optimizer, steps: int, samples: int, seconds: float,
                       stats: dict[str, Any], losses: dict[str, float]) -> None:

@@ -145,10 +145,11 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
 
 
 def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
-          progress: bool = True) -> Path:
+          progress: bool | None = None) -> Path:
     """Trains per ``cfg`` into ``run_dir`` and returns the final checkpoint's path
     (``algo: ppo-vec`` runs :func:`train.ppo_vec.train`). Resuming a run that already
-    reached ``total_steps`` writes nothing and returns its last checkpoint."""
+    reached ``total_steps`` writes nothing and returns its last checkpoint. ``progress``:
+    show a tqdm bar (``None``: only on a terminal)."""
     if resume and (done := finished_checkpoint(run_dir, cfg.total_steps)):
         print(f"{run_dir} already reached total_steps={cfg.total_steps}; nothing to train "
               f"(extend it with --set total_steps=N)", file=sys.stderr)
