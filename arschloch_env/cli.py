@@ -34,6 +34,15 @@ def add_rules_args(p: argparse.ArgumentParser, players: bool = True) -> None:
                                           "(repeatable)")
 
 
+def add_progress_args(p: argparse.ArgumentParser) -> None:
+    """``args.progress``: True, False, or None for a bar only on a terminal (tqdm's
+    ``disable=None``)."""
+    p.add_argument("--progress", dest="progress", action="store_true", default=None,
+                   help="always show the progress bar (default: on a terminal)")
+    p.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="never show it")
+
+
 def rules_from_args(args: argparse.Namespace) -> Rules:
     """The rules of ``--rules``, ``--players`` and every ``--set``."""
     overrides = dict(parse_override(s) for s in args.overrides)

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from arschloch_env.cli import CliError
+from arschloch_env.cli import CliError, add_progress_args
 
 
 def add_train_parser(sub) -> None:
@@ -21,9 +21,7 @@ def add_train_parser(sub) -> None:
                    help="continue the run in --run-dir from its last checkpoint, with its "
                         "config; --set may change total_steps, the learning rate, "
                         "checkpoints, evaluation and threads")
-    p.add_argument("--progress", dest="progress", action="store_true", default=None,
-                   help="always show the progress bar (default: on a terminal)")
-    p.add_argument("--no-progress", dest="progress", action="store_false")
+    add_progress_args(p)
     p.set_defaults(func=_cmd_train)
 
 

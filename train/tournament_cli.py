@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from arschloch_env.cli import CliError, add_rules_args
+from arschloch_env.cli import CliError, add_progress_args, add_rules_args
 
 EXIT_INTERRUPTED = 130
 
@@ -40,9 +40,7 @@ def add_parser(sub) -> None:
                    help="output directory (default runs/tournament/<time>)")
     p.add_argument("--record", metavar="FILE", help="write every game's record (JSON Lines)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p.add_argument("--progress", dest="progress", action="store_true", default=None,
-                   help="always show the progress bar (default: on a terminal)")
-    p.add_argument("--no-progress", dest="progress", action="store_false")
+    add_progress_args(p)
     p.set_defaults(func=_cmd_tournament)
 
 
