@@ -43,6 +43,14 @@ def add_progress_args(p: argparse.ArgumentParser) -> None:
                    help="never show it")
 
 
+def progress_bar(progress: bool | None, **kwargs):
+    """A tqdm bar for ``progress`` as :func:`add_progress_args` sets it: shown always (True),
+    never (False) or only on a terminal (None)."""
+    from tqdm import tqdm
+    return tqdm(disable=None if progress is None else not progress, dynamic_ncols=True,
+                **kwargs)
+
+
 def rules_from_args(args: argparse.Namespace) -> Rules:
     """The rules of ``--rules``, ``--players`` and every ``--set``."""
     overrides = dict(parse_override(s) for s in args.overrides)

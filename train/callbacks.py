@@ -16,6 +16,7 @@ from typing import Any
 
 from stable_baselines3.common.callbacks import BaseCallback
 
+from arschloch_env.cli import progress_bar
 from train.config import TrainConfig
 from train.evaluate import evaluate_fields
 from train.export import policy_mlp
@@ -40,11 +41,8 @@ class TrainingLoop(BaseCallback):
     # -- SB3 hooks ----------------------------------------------------------------------------
 
     def _on_training_start(self) -> None:
-        from tqdm import tqdm
-        if self.progress is not False:
-            self._bar = tqdm(total=self.cfg.total_steps, initial=self.num_timesteps,
-                             unit="step", desc="training", dynamic_ncols=True,
-                             disable=None if self.progress is None else False)
+        self._bar = progress_bar(self.progress, total=self.cfg.total_steps,
+                                 initial=self.num_timesteps, unit="step", desc="training")
         writer = self._tb_writer()
         if writer is not None and self.num_timesteps == 0:
             import json

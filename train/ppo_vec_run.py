@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from arschloch_env.cli import progress_bar
 from train.callbacks import _next_multiple
 from train.config import TrainConfig
 from train.ppo_vec_io import actor_mlp, save_checkpoint
@@ -43,11 +44,9 @@ class Bookkeeper:
             self.writer.add_text("rules", "```\n" + json.dumps(rules_for(self.cfg).to_dict(),
                                                                indent=2) + "\n```", 0)
             self.league.update_current(actor_mlp(nets.actor, nets.activation))
-        if self.progress is not False:
-            from tqdm import tqdm
-            self._bar = tqdm(total=self.cfg.total_steps, initial=min(steps, self.cfg.total_steps),
-                             unit="step", desc="training", dynamic_ncols=True,
-                             disable=None if self.progress is None else False)
+        self._bar = progress_bar(self.progress, total=self.cfg.total_steps,
+                                 initial=min(steps, self.cfg.total_steps), unit="step",
+                                 desc="training")
 
     def after_rollout(self, nets, optimizer, steps: int, samples: int, seconds: float,
                       stats: dict[str, Any], losses: dict[str, float]) -> None:

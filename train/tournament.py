@@ -52,7 +52,7 @@ from typing import Any, Callable, Sequence
 
 from agents.base import AgentSpecError, agent_label, make_agent
 from agents.runner import play_match
-from arschloch_env.cli import match_seed
+from arschloch_env.cli import match_seed, progress_bar
 from arschloch_env.rules import PRESETS, Rules, RulesError, load_rules_file, make_rules
 from train.stats import Estimate, mean_ci, openskill_ratings, paired_diff
 
@@ -492,12 +492,11 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
     done: dict[int, dict] = {}
     next_to_write = 0
     interrupted = False
-    from tqdm import tqdm
     with _StopFlag() as stop:
         source = (_blocks_in_process(player, deals, stop) if jobs == 1
                   else _blocks_in_pool(player, deals, jobs, stop))
-        bar = tqdm(total=deals * len(orders), unit="game", desc="tournament", leave=False,
-                   disable=None if progress is None else not progress, dynamic_ncols=True)
+        bar = progress_bar(progress, total=deals * len(orders), unit="game", desc="tournament",
+                           leave=False)
         try:
             for block in source:
                 done[block["deal"]] = block
