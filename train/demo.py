@@ -13,10 +13,24 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+MARKER = ".arschloch-demo"
+"""Marks a folder as the demo's own, which a later demo may clear."""
+
+
+def fresh_run_dir(run_dir: Path) -> None:
+    """The demo starts afresh, but clears only a folder that an earlier demo made."""
+    if run_dir.exists():
+        if not run_dir.is_dir() or any(run_dir.iterdir()) and not (run_dir / MARKER).is_file():
+            sys.exit(f"demo: --run-dir {run_dir} exists and is not a demo's folder; name a "
+                     f"new one (the demo clears its folder before it starts)")
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    (run_dir / MARKER).write_text("made by the demo (python -m train.demo); it clears this "
+                                  "folder when it runs again\n")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--steps", type=int, default=None, help="training steps (default: "
                         "the demo config's)")
     parser.add_argument("--deals", type=int, default=200, help="tournament deals per field")
@@ -30,8 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     from train.tournament import run_tournament
 
     run_dir = Path(args.run_dir)
-    if run_dir.exists():
-        shutil.rmtree(run_dir)  # the demo always starts afresh; real runs are never replaced
+    fresh_run_dir(run_dir)
     overrides = [f"total_steps={args.steps}"] if args.steps else []
     cfg = load_config(ROOT / "configs" / "ppo_demo.yaml", overrides)
     rules = rules_for(cfg)

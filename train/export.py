@@ -16,12 +16,15 @@ from typing import Any
 import numpy as np
 
 from agents.bundle import (
-    ACTION_ENCODING_VERSION, BUNDLE_FORMAT, BUNDLE_VERSION, file_sha256, layout_signature,
+    ACTION_ENCODING_VERSION, BUNDLE_FORMAT, BUNDLE_VERSION, BundleError, file_sha256,
+    layout_signature,
 )
 from agents.mlp import MLP
 from arschloch_env.observation import OBS_VERSION
 
 ONNX_OPSET = 17
+BUNDLE_FILES = frozenset({"manifest.json", "policy.onnx", "policy.torchscript.pt"})
+"""What an export writes: all it may replace in an existing ``--out``."""
 
 
 def mlp_to_onnx(mlp: MLP, num_actions: int):
@@ -81,10 +84,16 @@ def policy_mlp(model) -> MLP:
 def write_bundle(out: str | Path, mlp: MLP, rules: dict[str, Any], presets: list[str],
                  players: list[int], name: str, training: dict[str, Any],
                  torchscript_model=None) -> Path:
-    """Writes a bundle directory; an existing one is replaced only once the new one is whole."""
+    """Writes a bundle directory; an existing one is replaced only once the new one is whole.
+
+    Raises:
+        BundleError: ``out`` is a file, or a directory holding anything but a bundle's files
+            (a run directory, a bundle with its evaluation beside it): it is left as it is.
+    """
     import onnx
 
     out = Path(out)
+    check_replaceable(out)
     R = len(rules["rank_order"])
     num_actions = 1 + 6 * R
     if mlp.input_size != sum(int(np.prod(s)) for _, s in layout_signature(R)):
@@ -115,9 +124,9 @@ def write_bundle(out: str | Path, mlp: MLP, rules: dict[str, Any], presets: list
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n",
                                            encoding="utf-8")
         if out.exists():
-            old = out.with_name(out.name + ".old")
-            shutil.rmtree(old, ignore_errors=True)
-            out.rename(old)
+            # moved aside into a folder of its own, so that no other path is ever deleted
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            out.rename(old / out.name)
             tmp.rename(out)
             shutil.rmtree(old, ignore_errors=True)
         else:
@@ -125,6 +134,20 @@ def write_bundle(out: str | Path, mlp: MLP, rules: dict[str, Any], presets: list
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def check_replaceable(out: Path) -> None:
+    """Replacing ``out`` deletes it, so only an empty directory or a bare bundle may be replaced."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise BundleError(f"--out {out} is a file; a bundle is a directory: name a new one")
+    others = sorted(p.name for p in out.iterdir() if p.name not in BUNDLE_FILES)
+    if others:
+        shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
+        raise BundleError(f"--out {out} holds files that are not part of a bundle ({shown}); "
+                          f"exporting would delete them: name a new directory, or move them "
+                          f"away first")
 
 
 def torchscript_policy(mlp: MLP):
