@@ -17,6 +17,8 @@ Agent specs, accepted by every command and API that takes agents:
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from pathlib import Path
 from typing import Any, Callable, Protocol, runtime_checkable
 
@@ -94,7 +96,7 @@ def make_agent(spec: Any) -> Any:
     if ":" in text and not path.exists():
         module_name, _, cls_name = text.partition(":")
         try:
-            module = importlib.import_module(module_name)
+            module = import_user_module(module_name)
         except ImportError as exc:
             raise AgentSpecError(f"agent spec {text!r}: cannot import module {module_name!r} "
                                  f"({exc})") from None
@@ -116,6 +118,19 @@ def make_agent(spec: Any) -> Any:
     raise AgentSpecError(f"unknown agent spec {text!r}; allowed: a built-in name "
                          f"({', '.join(sorted(BUILTIN))}), a bundle directory, or "
                          f"package.module:ClassName")
+
+
+def import_user_module(name: str):
+    """A user's module, also from the working directory, as ``python -m`` would find it: the
+    ``arschloch`` console script does not put the working directory on ``sys.path``."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        cwd = os.getcwd()
+        if exc.name != name.partition(".")[0] or cwd in sys.path or "" in sys.path:
+            raise
+        sys.path.append(cwd)  # last, so that it never shadows an installed module
+        return importlib.import_module(name)
 
 
 def resolve_agents(specs: list[Any]) -> list[Any]:

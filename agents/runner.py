@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.base import resolve_agents
 from arschloch_env.engine import Game, IllegalActionError, player_name
 from arschloch_env.observation import Encoder
 from arschloch_env.view import public_view
@@ -52,7 +53,12 @@ def reset_agents(agents: list[Any], rules: dict, seed: int | None) -> None:
 
 def play_match(rules, agents: list[Any], seed: int | None = None, match_index: int = 0,
                record: bool = False, labels: list[str] | None = None) -> Game:
-    """Plays one whole match with one agent per seat and returns the finished game."""
+    """Plays one whole match with one agent per seat and returns the finished game.
+
+    ``agents`` holds agents or agent specs (a built-in name, a bundle path,
+    ``package.module:ClassName``), one per seat.
+    """
+    agents = resolve_agents(agents)
     game = Game(rules, seed=seed, match_index=match_index, record=record, auto_pass=True,
                 agents={player_name(i): l for i, l in enumerate(labels)} if labels else None)
     if len(agents) != game.n:

@@ -42,8 +42,9 @@ totals and winners. The arrays returned are new on every call.
 **Records.** With ``record_path``, every match of the games listed in ``record_games`` is
 written there as a game record (INTERFACES.md), whole matches one after another in the order
 they end, atomically like :class:`~arschloch_env.records.RecordWriter` (the file appears
-under its name on :meth:`VectorGame.close`); ``arschloch replay`` re-plays them. A match still
-running at ``close()`` is not written.
+under its name on :meth:`VectorGame.close`, at the latest when the game is garbage-collected
+or the interpreter exits; ``with VectorGame(...) as vg:`` closes it); ``arschloch replay``
+re-plays them. A match still running at ``close()`` is not written.
 
 **Waiting games.** ``step(actions, where=mask)`` moves only the games where ``mask`` is
 true (the others keep their state and return zero rewards): adapters that wait for a
@@ -60,6 +61,7 @@ machine compiles them (about 20 s on one core), later processes load the cache f
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -223,6 +225,9 @@ class VectorGame:
         self._rec_rows = np.array(games, np.int64)
         self._EV = np.zeros((max(len(games), 1), _EVENTS_PER_STEP, vs.EV_WIDTH), np.int64)
         self._writer = RecordWriter(record_path) if record_path is not None else None
+        if self._writer is not None:
+            # a game dropped or left open at exit still puts its finished matches on disk
+            weakref.finalize(self, self._writer.close)
         self._events: list[list[dict]] = [[] for _ in games]
         self._rules_dict = self.rules.to_dict()
         self._players = [player_name(i) for i in range(self.n)]

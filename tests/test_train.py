@@ -52,6 +52,9 @@ def test_shipped_configs_load():
     ("ppo.activation=gelu", "ppo.activation"),
     ("eval.best_by=expert", "eval.best_by"),
     ("rules=nonsense", "unknown preset"),
+    ("seed=-1", "seed: -1 is not allowed"),
+    ("league.mix={nope: 1.0}", "league.mix: unknown agent spec 'nope'"),
+    ("eval.opponents=[random, nope]", "eval.opponents: unknown agent spec 'nope'"),
 ])
 def test_config_errors_name_the_key(override, message):
     with pytest.raises((ConfigError, ValueError), match=None) as info:
@@ -359,3 +362,37 @@ def test_same_seed_same_run_on_one_process(tmp_path):
     a, b = (MaskablePPO.load(str(f), device="cpu").policy.state_dict() for f in finals)
     assert a.keys() == b.keys()
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_export_never_deletes_what_is_not_a_bundle(smoke_run, tmp_path):
+    keep = tmp_path / "keep"
+    (keep / "sub").mkdir(parents=True)
+    (keep / "notes.txt").write_text("mine")
+    afile = tmp_path / "afile.txt"
+    afile.write_text("mine")
+    for out in (keep, afile, smoke_run):
+        res = cli("export", smoke_run, "--out", out)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+        assert "not part of a bundle" in res.stderr or "is a file" in res.stderr
+    assert (keep / "notes.txt").read_text() == "mine" and afile.read_text() == "mine"
+    assert (smoke_run / "config.yaml").is_file()
+    # a bare bundle is replaced, and nothing is left beside it
+    out = tmp_path / "bots" / "smoke"
+    for _ in range(2):
+        assert cli("export", smoke_run, "--out", out).returncode == 0
+    assert sorted(p.name for p in out.parent.iterdir()) == ["smoke"]
+
+
+def test_demo_clears_only_its_own_folder(tmp_path):
+    from train.demo import MARKER, fresh_run_dir
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "thesis.txt").write_text("mine")
+    with pytest.raises(SystemExit, match="not a demo's folder"):
+        fresh_run_dir(precious)
+    assert (precious / "thesis.txt").read_text() == "mine"
+    demo = tmp_path / "demo"
+    fresh_run_dir(demo)
+    (demo / "old.txt").write_text("from the last demo")
+    fresh_run_dir(demo)
+    assert sorted(p.name for p in demo.iterdir()) == [MARKER]

@@ -288,6 +288,8 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(f"players: {cfg.players} must be a non-empty list of 3..6")
     for n in cfg.players:
         make_rules(cfg.rules, n, **cfg.rules_overrides)
+    if not 0 <= cfg.seed < 2**32:
+        raise ConfigError(f"seed: {cfg.seed} is not allowed; it must be 0 .. 2**32 - 1")
     for name in ("total_steps", "n_envs", "checkpoint_every"):
         if getattr(cfg, name) < 1:
             raise ConfigError(f"{name}: must be at least 1, got {getattr(cfg, name)}")
@@ -328,6 +330,28 @@ def validate(cfg: TrainConfig) -> None:
     if cfg.eval.best_by not in cfg.eval.opponents:
         raise ConfigError(f"eval.best_by: {cfg.eval.best_by!r} is not one of eval.opponents "
                           f"{cfg.eval.opponents}")
+    check_agent_specs(cfg)
+
+
+def check_agent_specs(cfg: TrainConfig) -> None:
+    """Every agent spec the run will seat is made once now: a typo found at the first
+    evaluation, or in an environment worker, would cost the training done by then."""
+    from agents.base import AgentSpecError, make_agent
+    from train.ppo_vec_seats import POLICY_KINDS, is_policy_file
+
+    if cfg.algo == "ppo-vec":
+        mix_field, mix = "vec.mix", {k: w for k, w in cfg.vec.mix.items()
+                                     if k not in POLICY_KINDS and not is_policy_file(k)}
+    else:
+        mix_field, mix = "league.mix", {k: w for k, w in cfg.league.mix.items()
+                                        if k not in ("current", "snapshots")}
+    fields = [(mix_field, k) for k, w in mix.items() if w > 0]
+    fields += [("eval.opponents", k) for k in cfg.eval.opponents]
+    for name, spec in fields:
+        try:
+            make_agent(spec)
+        except AgentSpecError as exc:
+            raise ConfigError(f"{name}: {exc}") from None
 
 
 ALGOS = ("ppo", "ppo-vec")
