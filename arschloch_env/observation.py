@@ -120,7 +120,18 @@ class Layout:
         return sum(int(np.prod(shape)) for _, shape, _ in self.entries)
 
     def views(self, vec: np.ndarray) -> dict[str, np.ndarray]:
-        """Named, reshaped views into an observation (or a batch of them: leading axes kept)."""
+        """Named, reshaped views into an observation (or a batch of them: leading axes kept).
+
+        Raises:
+            ValueError: ``vec`` is not an observation vector of this layout (e.g. the AEC
+                observation dict itself rather than its ``"observation"`` entry).
+        """
+        if isinstance(vec, dict):
+            raise ValueError("views() takes the observation vector: pass "
+                             "observation[\"observation\"], not the whole dict")
+        if np.shape(vec)[-1:] != (self.size,):
+            raise ValueError(f"an observation of this layout has {self.size} values, this one "
+                             f"has shape {np.shape(vec)}")
         shapes = {name: shape for name, shape, _ in self.entries}
         lead = vec.shape[:-1]
         return {name: vec[..., s].reshape(lead + shapes[name]) for name, s in self.slices.items()}

@@ -40,6 +40,13 @@ def test_pettingzoo_api(preset, n):
     api_test(arschloch_env.env(rules=preset, num_players=n), num_cycles=300)
 
 
+def test_versioned_entry_point():
+    from arschloch_env import arschloch_v0
+    env = arschloch_v0.env(rules="tavern", num_players=5)
+    assert env.metadata["name"] == "arschloch_v0"
+    api_test(env, num_cycles=50)
+
+
 @pytest.mark.parametrize("preset,n", ALL_TABLES)
 def test_pettingzoo_seed(preset, n):
     seed_test(lambda: arschloch_env.env(rules=preset, num_players=n), num_cycles=300)
