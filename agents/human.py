@@ -492,9 +492,11 @@ def _cmd_play(args: argparse.Namespace) -> int:
     finally:
         if writer is not None:
             writer.close()
-    if writer is not None:
+    if writer is not None and finished:
         print(f"record: {args.record} ({finished} finished match(es)"
               + ("" if finished == args.matches else "; the unfinished one is not kept") + ")")
+    elif writer is not None:
+        print(f"record: none written to {args.record} (no match finished)")
     sys.stdout.flush()
     return code
 

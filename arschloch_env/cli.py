@@ -22,13 +22,17 @@ class CliError(Exception):
     """A user error: printed as one line, exit status 2."""
 
 
-def add_rules_args(p: argparse.ArgumentParser, players: bool = True) -> None:
+def add_rules_args(p: argparse.ArgumentParser, players: bool = True,
+                   players_default: str = "4, or with more than one --bots one seat for each "
+                                          "and one for you") -> None:
+    """``--rules``, ``--set`` and (with ``players``) ``--players``, whose default each command
+    words itself: several of them count the agent specs given one per seat."""
     p.add_argument("--rules", default="culo", metavar="PRESET",
                    help=f"preset ({', '.join(PRESETS)}) or a YAML/JSON rules file "
                         f"(default: culo)")
     if players:
         p.add_argument("--players", type=int, default=None, metavar="N",
-                       help="players at the table, 3..6 (default: 4)")
+                       help=f"players at the table, 3..6 (default: {players_default})")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    dest="overrides", help="override one rules field, e.g. --set rounds=1 "
                                           "(repeatable)")
@@ -51,13 +55,29 @@ def progress_bar(progress: bool | None, **kwargs):
                 **kwargs)
 
 
+def overrides_from_args(args: argparse.Namespace) -> dict:
+    """Every ``--set FIELD=VALUE`` as a field -> typed value mapping."""
+    return dict(parse_override(s) for s in args.overrides)
+
+
 def rules_from_args(args: argparse.Namespace) -> Rules:
-    """The rules of ``--rules``, ``--players`` and every ``--set``."""
-    overrides = dict(parse_override(s) for s in args.overrides)
+    """The rules of ``--rules``, ``--players`` and every ``--set`` (``num_players`` among
+    them, as long as it agrees with ``--players``)."""
+    overrides = overrides_from_args(args)
     players = getattr(args, "players", None)
     if players is None and "num_players" not in overrides and args.rules in PRESETS:
         players = 4
     return make_rules(args.rules, players, **overrides)
+
+
+def check_seed(seed: int | None) -> None:
+    """A series seed: None or an integer from 0 (numpy's SeedSequence takes no negative one).
+
+    Raises:
+        CliError: a negative seed, in the words ``run_tournament`` uses.
+    """
+    if seed is not None and seed < 0:
+        raise CliError(f"seed: {seed} is not allowed; it must be at least 0")
 
 
 def match_seed(seed: int | None, index: int) -> int | None:
@@ -75,10 +95,12 @@ def check_support(agents: list, specs: list, rules: Rules) -> None:
         supports = getattr(agent, "supports", None)
         if supports is not None and not supports(rules.to_dict()):
             raise CliError(f"agent {spec} does not support these rules ({rules.preset}, "
-                           f"{rules.num_players} players)" + _support_detail(agent, rules))
+                           f"{rules.num_players} players)" + support_detail(agent, rules))
 
 
-def _support_detail(agent, rules: Rules) -> str:
+def support_detail(agent, rules: Rules) -> str:
+    """``": <why>"`` when the agent can tell why it does not support ``rules`` (a bundle
+    names the field its manifest does not cover), else ``""``."""
     from agents.bundle import BundleAgent, BundleError, check_rules
     if isinstance(agent, BundleAgent):
         try:
@@ -128,7 +150,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             writer.close()
     print(stats.table(rules, labels))
     if writer is not None:
-        print(f"record: {args.record} ({writer.matches} match(es))")
+        print(f"record: {args.record} ({writer.matches} match(es))" if writer.matches else
+              f"record: none written to {args.record} (no match finished)")
     return 0
 
 
@@ -234,7 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = sub.add_parser("simulate", help="play matches between agents and write game records")
-    add_rules_args(p)
+    add_rules_args(p, players_default="4, or the rules file's; --agents then names one spec "
+                                      "per seat or one for all")
     p.add_argument("--matches", type=int, default=10, metavar="M", help="matches (default 10)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the series")
     p.add_argument("--record", metavar="FILE", help="write the game records (JSON Lines)")
@@ -275,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        # Every command's --seed seeds a series; checked here, before any file is opened.
+        check_seed(getattr(args, "seed", None))
         return args.func(args) or 0
     except (CliError, RulesError, AgentSpecError, DealError, BundleError) as exc:
         print(f"arschloch {args.command}: error: {exc}", file=sys.stderr)

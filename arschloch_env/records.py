@@ -2,7 +2,8 @@
 
 A writer streams whole matches into ``<name>.part`` beside the target and renames it to the
 target on close, so a crash never leaves a half-written record behind the final name, and an
-interrupted run that is closed normally keeps every match that finished.
+interrupted run that is closed normally keeps every match that finished. A run in which no
+match finished leaves no file at all: an empty record is no game record.
 """
 
 from __future__ import annotations
@@ -17,13 +18,24 @@ class RecordError(ValueError):
     """A record file that is not valid JSON Lines of game events."""
 
 
+def check_record_path(path: str | os.PathLike) -> Path:
+    """The path of a record to write, refused when it names a directory (commands check it
+    before any game, the writer again when it opens the file).
+
+    Raises:
+        ValueError: ``path`` is an existing directory.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"record path {str(path)!r} is a directory; give a file name")
+    return path
+
+
 class RecordWriter:
     """Writes matches (lists of events) to a JSON Lines file, atomically per file."""
 
     def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        if self.path.is_dir():
-            raise ValueError(f"record path {str(self.path)!r} is a directory; give a file name")
+        self.path = check_record_path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = self.path.with_name(self.path.name + ".part")
         self._fh = open(self.tmp, "w", encoding="utf-8")
@@ -36,13 +48,17 @@ class RecordWriter:
         self.matches += 1
 
     def close(self) -> None:
-        """Makes the file appear under its final name (also after an interrupted run)."""
+        """Makes the file appear under its final name (also after an interrupted run), or,
+        when no match was written, removes the ``.part`` file and leaves the target as it was."""
         if self._fh.closed:
             return
         self._fh.flush()
         os.fsync(self._fh.fileno())
         self._fh.close()
-        os.replace(self.tmp, self.path)
+        if self.matches:
+            os.replace(self.tmp, self.path)
+        else:
+            self.tmp.unlink(missing_ok=True)
 
     def __enter__(self) -> "RecordWriter":
         return self

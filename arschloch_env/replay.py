@@ -40,6 +40,12 @@ def _canon(event: dict) -> dict:
     return out
 
 
+def _cards(cards) -> str:
+    """A card list as text; also a corrupt one (a number, a list of numbers), since the
+    line that reports the corruption describes the event."""
+    return " ".join(map(str, cards)) if isinstance(cards, list) else str(cards)
+
+
 def describe_event(event: dict) -> str:
     """One event as a line of a readable game."""
     kind = event.get("event")
@@ -51,16 +57,16 @@ def describe_event(event: dict) -> str:
         return (f"== match {event.get('index')} ({event.get('rules', {}).get('preset')}, "
                 f"seed {event.get('seed')}): {seats}")
     if kind == "round":
-        hands = "\n".join(f"     {p}: {' '.join(h)}" for p, h in event.get("hands", {}).items())
-        left = " ".join(event.get("leftover", [])) or "none"
+        hands = "\n".join(f"     {p}: {_cards(h)}" for p, h in event.get("hands", {}).items())
+        left = _cards(event.get("leftover", [])) or "none"
         return (f"-- round {event.get('round')}, {event.get('leader')} leads; dealt:\n{hands}\n"
                 f"     left over: {left}")
     if kind == "leftover_swap":
         return f"   {who} takes {event.get('take')} and lays a card face down ({event.get('lay')})"
     if kind == "exchange":
-        return f"   {event.get('from')} gives {' '.join(event.get('cards', []))} to {event.get('to')}"
+        return f"   {event.get('from')} gives {_cards(event.get('cards', []))} to {event.get('to')}"
     if kind == "play":
-        return f"   {who} plays {' '.join(event.get('cards', []))}"
+        return f"   {who} plays {_cards(event.get('cards', []))}"
     if kind == "pass":
         return f"   {who} passes"
     if kind == "trick_end":
@@ -121,14 +127,35 @@ def _apply(game: Game, ev: dict) -> None:
         raise ValueError(f"the rules produce no {kind!r} event here")
 
 
+def _deal(event: dict) -> tuple[dict, list]:
+    """A round event's deal, its shape checked here: the engine deals later rounds in the
+    middle of the replay and takes the cards as given.
+
+    Raises:
+        ValueError: ``hands`` is not a mapping to card lists, or ``leftover`` not a list.
+    """
+    hands, leftover = event.get("hands", {}), event.get("leftover", [])
+    if not isinstance(hands, dict) or not all(isinstance(h, list) for h in hands.values()):
+        raise ValueError(f"hands: {hands!r} is not a mapping of each player to a list of cards")
+    if not isinstance(leftover, list):
+        raise ValueError(f"leftover: {leftover!r} is not a list of cards")
+    return hands, leftover
+
+
 def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
     """Re-plays one match (as read by :func:`read_matches`) and reports the first break."""
     no, header = events[0]
     res = ReplayResult(index=header.get("index", 0))
+    deals = []
+    for round_no, ev in events:
+        if ev.get("event") == "round":
+            try:
+                deals.append(_deal(ev))
+            except ValueError as exc:
+                res.error, res.error_line = f"round {ev.get('round')}: {exc}", round_no
+                return res
     try:
         rules = Rules.from_dict(header.get("rules"))
-        deals = [(e.get("hands", {}), e.get("leftover", [])) for _, e in events
-                 if e.get("event") == "round"]
         game = Game(rules, seed=header.get("seed"), match_index=int(header.get("index", 0)),
                     record=True, agents=header.get("agents"), deals=deals)
     except (RulesError, DealError, CardError, TypeError, ValueError) as exc:

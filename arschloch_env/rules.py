@@ -47,6 +47,8 @@ _CHOICES = {
 }
 _BOOLS = ("leftover_swap", "no_finish_on_top", "top_card_ends_trick")
 _EXCHANGE = ("exchange_cards", "exchange_cards_3p", "vice_exchange_cards")
+RANK_ORDER_EXAMPLE = "[7,8,9,J,Q,K,A,T]"
+"""A rank order as ``--set``, YAML rules files and train's ``--set`` all take it."""
 TITLES = ("President", "Vice-President", "Citizen", "Vice-Arschloch", "Arschloch")
 
 
@@ -113,7 +115,9 @@ class Rules:
         values["preset"] = preset
         values.setdefault("num_players", num_players)
         if "rank_order" in values and isinstance(values["rank_order"], (list, tuple)):
-            values["rank_order"] = tuple(values["rank_order"])
+            # YAML reads the digit ranks of [7, 8, 9, J, ...] as integers.
+            values["rank_order"] = tuple(str(x) if _is_int(x) else x
+                                         for x in values["rank_order"])
         return cls(**values)
 
     @classmethod
@@ -227,7 +231,8 @@ def _validate(r: Rules) -> None:
             or sorted(order) not in (sorted(SKAT_RANKS), sorted(ALL_RANKS))):
         raise RulesError(f"rank_order: {list(order) if isinstance(order, tuple) else order!r} "
                          f"must be a permutation of the 8 ranks {' '.join(SKAT_RANKS)} or of "
-                         f"all 13 ranks {' '.join(ALL_RANKS)}")
+                         f"all 13 ranks {' '.join(ALL_RANKS)}, lowest first, e.g. "
+                         f"{RANK_ORDER_EXAMPLE}")
     for name, allowed in _CHOICES.items():
         if getattr(r, name) not in allowed:
             raise RulesError(f"{name}: {getattr(r, name)!r} is not allowed; allowed: "
@@ -252,15 +257,21 @@ def _validate(r: Rules) -> None:
 
 
 def make_rules(rules: "Rules | str | dict | None" = "culo", num_players: int | None = None,
-               **overrides: Any) -> Rules:
+               /, **overrides: Any) -> Rules:
     """Rules from a preset name, a dict, a YAML/JSON file path or a Rules object, plus overrides.
 
-    ``num_players`` (when given) and ``overrides`` are applied on top.
+    ``num_players`` (when given) and ``overrides`` are applied on top. The two leading
+    arguments are positional-only, so that ``num_players`` may also come among the overrides
+    (``--set num_players=5``) as any other field does.
 
     Raises:
-        RulesError: anything invalid, naming the field and the allowed values.
+        RulesError: anything invalid, naming the field and the allowed values, or
+            ``num_players`` given both ways with different values.
     """
     if num_players is not None:
+        if overrides.get("num_players", num_players) != num_players:
+            raise RulesError(f"num_players: given as {num_players} and as "
+                             f"{overrides['num_players']!r}; give the table size once")
         overrides["num_players"] = num_players
     if rules is None:
         rules = "culo"
@@ -301,8 +312,9 @@ def load_rules_file(path: str | Path) -> dict[str, Any]:
 def parse_override(text: str) -> tuple[str, Any]:
     """Parses one ``FIELD=VALUE`` of ``--set`` into a typed pair.
 
-    Values: ``true``/``false``, ``null``/``none``, integers, comma-separated lists
-    (``rank_order=7,8,9,J,Q,K,A,T``), otherwise the string.
+    Values: ``true``/``false``, ``null``/``none``, integers, lists of ranks, comma-separated
+    (``rank_order=7,8,9,J,Q,K,A,T``) or in YAML's brackets as train's ``--set`` takes them
+    (``rank_order=[7,8,9,J,Q,K,A,T]``), otherwise the string.
 
     Raises:
         RulesError: no ``=``, or an unknown field.
@@ -318,7 +330,7 @@ def parse_override(text: str) -> tuple[str, Any]:
     low = raw.lower()
     value: Any
     if key == "rank_order":
-        value = tuple(x.strip().upper() for x in raw.replace(" ", ",").split(",") if x.strip())
+        value = _parse_ranks(raw)
     elif low in ("true", "yes", "on"):
         value = True
     elif low in ("false", "no", "off"):
@@ -331,3 +343,9 @@ def parse_override(text: str) -> tuple[str, Any]:
         except ValueError:
             value = raw
     return key, value
+
+
+def _parse_ranks(raw: str) -> tuple[str, ...]:
+    """``7,8,9,J``, ``7 8 9 J`` or YAML's ``[7, 8, 9, 'J']`` as upper-case rank names."""
+    names = raw.removeprefix("[").removesuffix("]").replace(" ", ",").split(",")
+    return tuple(x.strip("'\"").upper() for x in names if x.strip("'\""))

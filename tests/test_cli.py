@@ -51,6 +51,25 @@ def events_of(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+class BoomAgent:
+    """Raises on its first move: no match ever finishes (``tests.test_cli:BoomAgent``)."""
+
+    def act(self, observation, view):
+        raise RuntimeError("boom")
+
+
+class LateBoomAgent:
+    """Plays the first legal action, and raises in its second match."""
+
+    def reset(self, rules, seat, seed):
+        self.matches = getattr(self, "matches", 0) + 1
+
+    def act(self, observation, view):
+        if self.matches > 1:
+            raise RuntimeError("boom")
+        return int(observation["action_mask"].argmax())
+
+
 # -- simulate -------------------------------------------------------------------------------------
 
 def test_simulate_writes_the_record_atomically(record):
@@ -89,6 +108,52 @@ def test_simulate_tavern_one_agent_for_all(tmp_path):
     # rotate: match k is led by seat k in round 1
     leaders = [e["leader"] for e in events if e["event"] == "round"]
     assert leaders == ["player_0", "player_1"]
+
+
+def test_set_num_players_is_the_table_size(tmp_path):
+    path = tmp_path / "five.jsonl"
+    ok(cli("simulate", "--set", "num_players=5", "--matches", "1", "--set", "rounds=1",
+           "--record", str(path)))
+    assert events_of(path)[0]["rules"]["num_players"] == 5
+    assert json.loads(ok(cli("rules", "culo", "--set", "num_players=3")).stdout)[
+        "num_players"] == 3
+    res = ok(cli("play", "--bots", "greedy", "--set", "num_players=3"))  # no input: leaves
+    assert "culo, 3 players" in res.stdout
+    failed(cli("simulate", "--players", "4", "--set", "num_players=5", "--matches", "1"), 2,
+           "num_players: given as 4 and as 5")
+
+
+@pytest.mark.parametrize("args", [
+    ["simulate", "--matches", "1", "--record", "r.jsonl"],
+    ["play", "--bots", "greedy", "--record", "r.jsonl"],
+    ["tournament", "--bots", "random", "greedy", "--deals", "1", "--record", "r.jsonl"],
+    ["clone", "greedy", "--decisions", "10", "--out", "c.npz"],
+])
+def test_negative_seed_is_refused_by_every_command(tmp_path, args):
+    err = failed(cli(*args, "--seed", "-1", cwd=tmp_path), 2,
+                 "seed: -1 is not allowed; it must be at least 0")
+    assert err.startswith(f"arschloch {args[0]}: error:")
+    assert list(tmp_path.iterdir()) == []  # no record, no results, no clone
+
+
+def test_no_record_file_when_no_match_finished(tmp_path):
+    rec = tmp_path / "s.jsonl"
+    res = cli("simulate", "--agents", "tests.test_cli:BoomAgent", "random", "random", "random",
+              "--matches", "2", "--record", str(rec))
+    assert res.returncode != 0 and "boom" in res.stderr
+    res = ok(cli("play", "--bots", "random", "--record", str(tmp_path / "p.jsonl")))
+    assert "you left the game" in res.stdout and "record: none written" in res.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_record_keeps_the_matches_that_finished_before_an_error(tmp_path):
+    rec = tmp_path / "s.jsonl"
+    res = cli("simulate", "--agents", "tests.test_cli:LateBoomAgent", "random", "random",
+              "random", "--matches", "3", "--set", "rounds=1", "--record", str(rec))
+    assert res.returncode != 0 and "boom" in res.stderr
+    assert [e["index"] for e in events_of(rec) if e["event"] == "match"] == [0]
+    assert not list(tmp_path.glob("*.part"))
+    ok(cli("replay", "--quiet", str(rec)))
 
 
 def test_simulate_without_record():
@@ -196,11 +261,40 @@ def test_replay_missing_file(tmp_path):
     (["simulate", "--agents", "no_such_module:Bot"], ["cannot import module"]),
     (["rules", "poker"], ["unknown preset 'poker'"]),
     (["rules", "culo", "--players", "7"], ["3 to 6"]),
+    (["rules", "culo", "--set", "rank_order=7,8,9"], ["rank_order", "e.g. [7,8,9,J,Q,K,A,T]"]),
 ])
 def test_bad_input_exits_2_with_a_clear_message(args, words):
     err = failed(cli(*args, "--matches", "1") if args[0] == "simulate" and "--matches" not in
                  args else cli(*args), 2, *words)
     assert err.startswith(f"arschloch {args[0]}: error:")
+
+
+def test_rank_order_as_a_bracketed_list():
+    for text in ("[7,8,9,J,Q,K,A,T]", "[7, 8, 9, J, Q, K, A, T]", "['7','8','9','J','Q','K',"
+                                                                  "'A','T']"):
+        res = ok(cli("rules", "culo", "--set", f"rank_order={text}"))
+        assert json.loads(res.stdout)["rank_order"] == list("789JQKAT")
+
+
+@pytest.mark.parametrize("command,words", [
+    ("play", ["one seat for each", "one for you"]),
+    ("tournament", ["one per --bots spec when more than two"]),
+    ("simulate", ["--agents then names one spec per seat"]),
+])
+def test_players_help_says_what_decides_the_table_size(command, words):
+    text = " ".join(ok(cli(command, "--help")).stdout.split())
+    assert "(default: 4)" not in text
+    for w in words:
+        assert w in text, text
+
+
+def test_replay_play_of_a_number_not_a_card(tmp_path, record):
+    events = events_of(record)
+    i = [k for k, e in enumerate(events) if e["event"] == "play"][0]
+    events[i]["cards"] = [7]
+    bad = tmp_path / "number.jsonl"
+    bad.write_text("".join(json.dumps(e) + "\n" for e in events))
+    failed(cli("replay", "--quiet", str(bad)), 1, f"{bad}:{i + 1}:", "card 7")
 
 
 def test_record_path_that_is_a_directory(tmp_path):

@@ -60,9 +60,33 @@ def test_clone_cli_errors_name_the_argument(tmp_path):
                           (["greedyy", "--out", tmp_path / "c.npz"], "unknown agent spec"),
                           (["greedy", "--players", "7", "--out", tmp_path / "c.npz"], "3..6"),
                           (["greedy", "--decisions", "0", "--out", tmp_path / "c.npz"],
-                           "--decisions 0")]:
+                           "--decisions 0"),
+                          (["greedy", "--net-arch", "64", "0", "--out", tmp_path / "c.npz"],
+                           "--net-arch 64 0: every hidden layer needs at least 1 unit"),
+                          (["greedy", "--set", "rounds=0", "--out", tmp_path / "c.npz"],
+                           "rounds: 0 is not allowed"),
+                          (["greedy", "--players", "3", "--set", "num_players=5", "--out",
+                            tmp_path / "c.npz"], "num_players: given as 3 and as 5")]:
         res = cli("clone", *args)
         assert res.returncode == 2 and message in res.stderr, res.stderr
+        assert "Traceback" not in res.stderr
+    assert not (tmp_path / "c.npz").exists()
+
+
+def test_clone_cli_plays_the_rules_of_set(tmp_path):
+    out = tmp_path / "c52.npz"
+    res = cli("clone", "greedy", "--rules", "culo", "--set",
+              "rank_order=2,3,4,5,6,7,8,9,T,J,Q,K,A", "--set", "rounds=1", "--players", "5",
+              "--decisions", "300", "--epochs", "1", "--net-arch", "8", "--out", out)
+    assert res.returncode == 0, res.stderr
+    # the 13-rank deck of the override: 1 + 6 * 13 = 79 actions, not culo's 49
+    assert MLP.load(out).layers[-1][0].shape == (79, 8)
+
+
+def test_collect_plays_the_rules_given():
+    rules = make_rules("culo", 4, rank_order=tuple("23456789TJQKA"), rounds=1)
+    data = collect("greedy", rules, [3], 100, seed=1)
+    assert data.mask.shape[1] == 79 and len(data) >= 100
 
 
 def test_policy_file_plays_its_share_in_ppo_vec(greedy_clone, tmp_path):

@@ -150,6 +150,17 @@ def test_writer_context_manager_and_directory(tmp_path):
         RecordWriter(tmp_path)
 
 
+def test_writer_without_a_finished_match_leaves_no_file(tmp_path):
+    target, part = tmp_path / "none.jsonl", tmp_path / "none.jsonl.part"
+    with RecordWriter(target):
+        assert part.exists()
+    assert not target.exists() and not part.exists()
+    # an earlier record under the name is neither emptied nor replaced
+    target.write_text("earlier\n")
+    RecordWriter(target).close()
+    assert target.read_text() == "earlier\n" and not part.exists()
+
+
 def test_aec_env_writes_records(tmp_path):
     path = tmp_path / "aec.jsonl"
     env = arschloch_env.env(rules="tavern", num_players=3, rounds=1, record_path=str(path))
@@ -254,6 +265,36 @@ def test_replay_bad_deal_and_early_end(tmp_path):
     write_lines(tmp_path / "early.jsonl", cut)
     res = replay_file(tmp_path / "early.jsonl")[0]
     assert not res.ok and res.error_line is not None
+
+
+@pytest.mark.parametrize("change,words", [
+    (dict(cards=[7]), "card 7: expected two characters"),      # a number, not a card
+    (dict(cards=7), "a play needs 1 to 4 cards"),
+])
+def test_replay_play_with_cards_that_are_not_text(tmp_path, change, words):
+    g = random_match("culo", 4, 7)
+    events = [dict(e) for e in g.events]
+    i = first(events, "play")
+    events[i].update(change)
+    write_lines(tmp_path / "bad.jsonl", events)
+    res = replay_file(tmp_path / "bad.jsonl")[0]
+    assert not res.ok and res.error_line == i + 1 and words in res.error
+
+
+@pytest.mark.parametrize("change,words", [
+    (dict(hands=7), "hands: 7 is not a mapping"),
+    (dict(hands={"player_0": 7}), "is not a mapping of each player to a list"),
+    (dict(leftover=None), "leftover: None is not a list"),
+])
+def test_replay_later_round_with_a_malformed_deal(tmp_path, change, words):
+    g = random_match("culo", 4, 7)  # three rounds: the engine deals round 2 mid-replay
+    events = [dict(e) for e in g.events]
+    i = first(events, "round", first(events, "round_end"))
+    events[i].update(change)
+    write_lines(tmp_path / "bad.jsonl", events)
+    res = replay_file(tmp_path / "bad.jsonl")[0]
+    assert not res.ok and res.error_line == i + 1
+    assert res.error.startswith("round 2: ") and words in res.error
 
 
 @pytest.mark.parametrize("text,words", [

@@ -46,6 +46,13 @@ class CuloOnlyAgent(LowestAgent):
         return rules["preset"].startswith("culo")
 
 
+class BoomAgent(LowestAgent):
+    """Raises on its first move: no game ever finishes."""
+
+    def act(self, observation, view):
+        raise RuntimeError("boom")
+
+
 def _env():
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(ROOT), env.get("PYTHONPATH", "")])
@@ -185,6 +192,9 @@ def test_bad_arguments_fail_before_any_game(tmp_path):
         (dict(bots=[spy, "random", "random"], players=4), "3 spec"),
         (dict(bots=[CuloOnlyAgent(), spy], rules="tavern"), "does not support these rules"),
         (dict(record=tmp_path), "is a directory"),
+        # a bundle says why: the same reason simulate gives
+        (dict(bots=[str(ROOT / "bots" / "ppo_vec_culo_multi"), spy], rules="tavern"),
+         r"\(tavern, 4 players\): bundle: trained for preset\(s\) \['culo'\], not 'tavern'"),
     ]
     for kwargs, message in cases:
         args = dict(rules="culo", bots=[spy, "random"], deals=2, seed=0, jobs=1)
@@ -239,6 +249,15 @@ def test_cli_rejects_nonsense_with_a_clear_message(tmp_path, capsys):
         (["--bots", "random", "random"], "only one distinct bot"),
         (["--bots", "random", LOWEST, "--set", "rounds=0"], "rounds: 0 is not allowed"),
         (["--bots", "random", LOWEST, "--out", str(tmp_path / "f.txt")], "is a file"),
+        # the record and the results would clash: refused before any game, nothing written
+        (["--bots", "random", LOWEST, "--out", str(tmp_path / "o"), "--record",
+          str(tmp_path / "o")], "is where --out"),
+        (["--bots", "random", LOWEST, "--out", str(tmp_path / "o" / "x"), "--record",
+          str(tmp_path / "o")], "is where --out"),
+        (["--bots", "random", LOWEST, "--out", str(tmp_path / "o"), "--record",
+          str(tmp_path / "o" / "results.json")], "would be overwritten by the results"),
+        (["--bots", "random", LOWEST, "--out", str(tmp_path / "o"), "--record",
+          str(tmp_path)], "is a directory"),
     ]
     (tmp_path / "f.txt").write_text("x")
     sys.path.insert(0, str(HERE))
@@ -249,6 +268,25 @@ def test_cli_rejects_nonsense_with_a_clear_message(tmp_path, capsys):
             assert "arschloch tournament: error:" in err and message in err, err
     finally:
         sys.path.remove(str(HERE))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
+
+
+def test_cli_set_num_players_is_the_table_size(tmp_path):
+    out = tmp_path / "out"
+    assert cli_main(["tournament", "--bots", "random", "greedy", "--deals", "1", "--jobs", "1",
+                     "--set", "num_players=3", "--out", str(out), "--no-plots"]) == 0
+    assert json.loads((out / "results.json").read_text())["rules"]["num_players"] == 3
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_no_record_file_when_no_game_finished(tmp_path, jobs):
+    rec = tmp_path / "games.jsonl"
+    proc = subprocess.run(
+        [EXE, "tournament", "--bots", "test_tournament:BoomAgent", "random", "--deals", "2",
+         "--jobs", jobs, "--out", str(tmp_path / "out"), "--record", str(rec)],
+        capture_output=True, text=True, env=_env(), timeout=60, cwd=ROOT)
+    assert proc.returncode != 0 and "boom" in proc.stderr
+    assert list(tmp_path.iterdir()) == []  # neither the record nor its .part
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path):

@@ -30,7 +30,7 @@ from agents.mlp import MLP
 from agents.runner import ask, reset_agents
 from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
-from arschloch_env.rules import make_rules
+from arschloch_env.rules import Rules, make_rules
 from train.ppo_vec_io import actor_mlp
 from train.ppo_vec_seats import NEG
 
@@ -49,9 +49,10 @@ class Decisions:
         return len(self.action)
 
 
-def _collect_part(teacher: str, rules: str, players: int, decisions: int, seed: int,
+def _collect_part(teacher: str, rules: Rules | str, players: int, decisions: int, seed: int,
                   partner: str | None) -> Decisions:
-    """One worker's share: whole matches from seed ``seed * 1_000_003`` on."""
+    """One worker's share: whole matches from seed ``seed * 1_000_003`` on, at ``players``
+    seats whatever table size ``rules`` names."""
     rng = np.random.default_rng([seed, players])
     obs, masks, actions = [], [], []
     match_seed = seed * 1_000_003
@@ -78,10 +79,12 @@ def _collect_part(teacher: str, rules: str, players: int, decisions: int, seed: 
     return Decisions(np.array(obs), np.array(masks), np.array(actions, np.int64))
 
 
-def collect(teacher: str, rules: str, players: list[int], decisions: int, seed: int = 0,
+def collect(teacher: str, rules: Rules | str, players: list[int], decisions: int, seed: int = 0,
             jobs: int = 1, partner: str | None = None) -> Decisions:
     """About ``decisions`` decisions of ``teacher``, split evenly over ``players`` and
-    ``jobs`` worker processes (each plays whole matches, so a few more)."""
+    ``jobs`` worker processes (each plays whole matches, so a few more). ``rules``: a preset
+    name or rules file, or :class:`Rules` with overridden fields (its table size is
+    replaced by each of ``players``)."""
     parts = [(p, j) for p in players for j in range(jobs)]
     share = -(-decisions // len(parts))
     args = [(teacher, rules, p, share, seed * 1000 + j, partner) for p, j in parts]
@@ -144,7 +147,7 @@ def fit(data: Decisions, net_arch: list[int], activation: str = "relu", epochs: 
     return actor_mlp(net, activation), agreement()
 
 
-def clone(teacher: str, rules: str, players: list[int], decisions: int, out: str | Path,
+def clone(teacher: str, rules: Rules | str, players: list[int], decisions: int, out: str | Path,
           net_arch: list[int], activation: str = "relu", epochs: int = 8, seed: int = 0,
           jobs: int = 1, partner: str | None = None, log=print) -> float:
     """Collects, fits and writes the clone (atomically); returns its held-out agreement."""

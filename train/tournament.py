@@ -52,7 +52,7 @@ from typing import Any, Callable, Sequence
 
 from agents.base import AgentSpecError, agent_label, make_agent
 from agents.runner import play_match
-from arschloch_env.cli import match_seed, progress_bar
+from arschloch_env.cli import match_seed, progress_bar, support_detail
 from arschloch_env.rules import PRESETS, Rules, RulesError, load_rules_file, make_rules
 from train.stats import Estimate, mean_ci, openskill_ratings, paired_diff
 
@@ -474,8 +474,9 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
         supports = getattr(agent, "supports", None)
         if callable(supports) and not supports(dict(rules_dict)):
             raise TournamentError(f"bot {labels[b]!r} does not support these rules "
-                                  f"({played.preset}, {played.num_players} players); its "
-                                  f"supports(rules) returned false")
+                                  f"({played.preset}, {played.num_players} players)"
+                                  + (support_detail(agent, played)
+                                     or "; its supports(rules) returned false"))
         made[b] = agent
     writer = None
     if record is not None:

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from arschloch_env.cli import CliError, add_progress_args, add_rules_args
+from arschloch_env.cli import CliError, add_progress_args, add_rules_args, overrides_from_args
 
 EXIT_INTERRUPTED = 130
 
@@ -22,7 +22,8 @@ def add_parser(sub) -> None:
                     "every other seat) or one bot per seat (every distinct seating is played). "
                     "Writes results.json, results.md, results.csv, score.png and places.png "
                     "to --out.")
-    add_rules_args(p)
+    add_rules_args(p, players_default="one per --bots spec when more than two are given, "
+                                      "unless the rules file sets it; else 4")
     p.add_argument("--bots", nargs="+", required=True, metavar="SPEC",
                    help="agent specs: CANDIDATE FIELD, or one per seat")
     p.add_argument("--deals", type=int, default=100, metavar="D",
@@ -44,20 +45,45 @@ def add_parser(sub) -> None:
     p.set_defaults(func=_cmd_tournament)
 
 
-def _cmd_tournament(args: argparse.Namespace) -> int:
-    from arschloch_env.rules import parse_override
-    from train.report import text_report, write_outputs
-    from train.tournament import TournamentError, run_tournament
-
-    overrides = dict(parse_override(s) for s in args.overrides)
-    out = args.out or f"runs/tournament/{time.strftime('%Y%m%d-%H%M%S')}"
+def _check_out(out: str) -> None:
+    """An unusable output directory fails now, not after the games."""
     if Path(out).exists() and not Path(out).is_dir():
         raise CliError(f"--out {out!r} is a file; give a directory")
     base = Path(out).absolute()
-    while not base.exists():  # an unwritable output directory fails now, not after the games
+    while not base.exists():
         base = base.parent
     if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
         raise CliError(f"--out {out!r}: {str(base)!r} is not a writable directory")
+
+
+def _check_record(record: str, out: str) -> None:
+    """A record that is a directory, or that takes the place of --out or of one of the files
+    written into it, fails now, not after the games."""
+    from arschloch_env.records import check_record_path
+    from train.report import FILES
+
+    try:
+        check_record_path(record)
+    except ValueError as exc:
+        raise CliError(f"--record {record}: {exc}") from None
+    rec, out_dir = Path(record).absolute(), Path(out).absolute()
+    if rec == out_dir or rec in out_dir.parents:
+        raise CliError(f"--record {record!r} is where --out {out!r} needs a directory; give "
+                       f"the record another name")
+    if rec.parent == out_dir and rec.name in FILES:
+        raise CliError(f"--record {record!r} would be overwritten by the results; allowed: "
+                       f"any name in --out but {', '.join(FILES)}")
+
+
+def _cmd_tournament(args: argparse.Namespace) -> int:
+    from train.report import text_report, write_outputs
+    from train.tournament import TournamentError, run_tournament
+
+    overrides = overrides_from_args(args)
+    out = args.out or f"runs/tournament/{time.strftime('%Y%m%d-%H%M%S')}"
+    _check_out(out)
+    if args.record:
+        _check_record(args.record, out)
     try:
         res = run_tournament(args.rules, args.bots, args.deals, args.seed, args.mode,
                              args.jobs, players=args.players, seatings=args.seatings,
@@ -73,7 +99,9 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
         written = write_outputs(res, out, with_plots=not args.no_plots)
         print(f"\nwrote {', '.join(p.name for p in written)} to {out}")
     if args.record:
-        print(f"record: {args.record} ({res.run['record_matches']} game(s))")
+        games = res.run["record_matches"]
+        print(f"record: {args.record} ({games} game(s))" if games else
+              f"record: none written to {args.record} (no game finished)")
     if not res.complete:
         print(f"arschloch tournament: interrupted; {res.deals_done} of {res.deals_requested} "
               f"deal(s) finished" + (f"; partial results written to {out}" if res.deals_done
