@@ -44,7 +44,8 @@ written there as a game record (INTERFACES.md), whole matches one after another 
 they end, atomically like :class:`~arschloch_env.records.RecordWriter` (the file appears
 under its name on :meth:`VectorGame.close`, at the latest when the game is garbage-collected
 or the interpreter exits; ``with VectorGame(...) as vg:`` closes it); ``arschloch replay``
-re-plays them. A match still running at ``close()`` is not written.
+re-plays them. A match still running at ``close()`` is not written, and with no finished
+match no file is.
 
 **Waiting games.** ``step(actions, where=mask)`` moves only the games where ``mask`` is
 true (the others keep their state and return zero rewards): adapters that wait for a

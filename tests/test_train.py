@@ -396,3 +396,17 @@ def test_demo_clears_only_its_own_folder(tmp_path):
     (demo / "old.txt").write_text("from the last demo")
     fresh_run_dir(demo)
     assert sorted(p.name for p in demo.iterdir()) == [MARKER]
+
+
+def test_a_dead_env_worker_fails_the_run(tmp_path):
+    """An opponent that crashes in a worker process ends the run with an error (exit 1), not
+    a silent success."""
+    import os
+    (tmp_path / "boom.py").write_text(
+        "class Boom:\n    def act(self, observation, view):\n        raise RuntimeError('boom')\n")
+    res = cli("train", "--config", SMOKE, "--run-dir", tmp_path / "run",
+              "--set", "league.mix={boom:Boom: 1.0}", "--set", "n_envs=2",
+              "--set", "subproc=true",
+              env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])})
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "worker process died" in res.stderr and "RuntimeError: boom" in res.stderr

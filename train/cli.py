@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
-from arschloch_env.cli import CliError, add_progress_args
+from arschloch_env.cli import CliError, add_progress_args, add_rules_args, overrides_from_args
 
 
 def add_train_parser(sub) -> None:
@@ -68,7 +69,7 @@ def _cmd_curves(args: argparse.Namespace) -> int:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from train.config import ConfigError, load_config
-    from train.sb3_trainer import load_run_config, train
+    from train.sb3_trainer import WorkerDied, load_run_config, train
 
     try:
         if args.resume:
@@ -88,6 +89,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
         final = train(cfg, run_dir, resume=args.resume, progress=args.progress)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
+    except WorkerDied as exc:
+        print(f"arschloch train: {exc}", file=sys.stderr)
+        return 1
     print(f"run directory: {run_dir}\n  checkpoint: {final}\n  TensorBoard: tensorboard "
           f"--logdir {Path(run_dir) / 'tb'}\n  export: arschloch export {run_dir} --out "
           f"bots/my_bot")
@@ -164,9 +168,9 @@ def add_clone_parser(sub) -> None:
     p = sub.add_parser("clone", help="fit a policy network that imitates an agent (a fast "
                                      "league opponent for ppo-vec)")
     p.add_argument("teacher", metavar="AGENT", help="the agent to imitate, e.g. expert")
-    p.add_argument("--rules", default="culo", metavar="PRESET", help="preset or rules file")
-    p.add_argument("--players", type=int, nargs="+", default=[4], metavar="N",
-                   help="table sizes to play, 3..6 (default: 4)")
+    add_rules_args(p, players=False)
+    p.add_argument("--players", type=int, nargs="+", default=None, metavar="N",
+                   help="table sizes to play, 3..6 (default: --set num_players, else 4)")
     p.add_argument("--decisions", type=int, default=1_000_000, metavar="D",
                    help="teacher decisions to learn from (default 1,000,000)")
     p.add_argument("--partner", metavar="AGENT",
@@ -191,21 +195,26 @@ def _cmd_clone(args: argparse.Namespace) -> int:
 
     if not args.out.endswith(".npz"):
         raise CliError(f"--out {args.out!r}: a policy file ends in .npz")
-    if any(not 3 <= n <= 6 for n in args.players):
-        raise CliError(f"--players {args.players}: table sizes are 3..6")
     for name in ("decisions", "epochs", "jobs"):
         if getattr(args, name) < 1:
             raise CliError(f"--{name} {getattr(args, name)}: must be at least 1")
+    if any(not 3 <= n <= 6 for n in args.players or []):
+        raise CliError(f"--players {args.players}: table sizes are 3..6")
+    if any(h < 1 for h in args.net_arch):
+        raise CliError(f"--net-arch {' '.join(map(str, args.net_arch))}: every hidden layer "
+                       f"needs at least 1 unit, e.g. --net-arch 128 128")
     try:
-        decks = {tuple(make_rules(args.rules, n).rank_order) for n in args.players}
+        overrides = overrides_from_args(args)
+        players = args.players or [overrides.get("num_players", 4)]
+        tables = [make_rules(args.rules, n, **overrides) for n in players]
         for spec in filter(None, (args.teacher, args.partner)):
             make_agent(spec)
     except (RulesError, AgentSpecError) as exc:
         raise CliError(str(exc)) from None
-    if len(decks) > 1:
-        raise CliError(f"--players {args.players} play different decks; one policy file "
-                       f"needs one deck")
-    agreement = clone(args.teacher, args.rules, args.players, args.decisions, args.out,
+    if len({t.rank_order for t in tables}) > 1:
+        raise CliError(f"--players {' '.join(map(str, players))} play different decks; one "
+                       f"policy file needs one deck")
+    agreement = clone(args.teacher, tables[0], players, args.decisions, args.out,
                       args.net_arch, args.activation, args.epochs, args.seed, args.jobs,
                       args.partner)
     print(f"clone of {args.teacher} written to {args.out}: held-out agreement {agreement:.3f}"

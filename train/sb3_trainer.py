@@ -144,6 +144,14 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
     return resume_config(yaml.safe_load(path.read_text(encoding="utf-8")), overrides)
 
 
+class WorkerDied(RuntimeError):
+    """An environment worker process ended in the middle of training."""
+
+
+WORKER_GONE = (EOFError, BrokenPipeError, ConnectionResetError)
+"""How SubprocVecEnv's pipes report a worker that died."""
+
+
 def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
           progress: bool | None = None) -> Path:
     """Trains per ``cfg`` into ``run_dir`` and returns the final checkpoint's path
@@ -198,11 +206,18 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             model.learn(total_timesteps=remaining, callback=loop,
                         reset_num_timesteps=meta is None, tb_log_name="ppo")
         final = loop.finish(model)
+    except WORKER_GONE as exc:
+        raise WorkerDied(f"an environment worker process died ({type(exc).__name__}); its "
+                         f"error is printed above. The checkpoints written so far are kept: "
+                         f"fix the cause and continue with --resume") from None
     finally:
-        envs.close()
+        try:
+            envs.close()
+        except WORKER_GONE:
+            pass  # a dead worker's pipe; the error that matters is already raised
     loop.log_line(f"done in {time.time() - started:.0f} s; checkpoint {final}")
     return final
 
 
-__all__ = ["RunDir", "code_version", "eval_players", "load_run_config", "make_env",
+__all__ = ["RunDir", "WorkerDied", "code_version", "eval_players", "load_run_config", "make_env",
            "make_model", "rules_for", "train"]
