@@ -24,6 +24,13 @@ A shedding game for 3 to 6 players under every rule variant of RULES.md: the pre
 `reward` is `"place"` or `"points"`; `auto_pass` applies every decision where passing is the
 only legal action by itself (those passes still appear in the game record).
 
+### Matches and seeds
+
+`reset()` starts the next match of a series: k counts the matches since the series began, and
+under `first_leader: rotate` seat k mod n leads round 1. `reset(seed=s)` begins a new series at
+k = 0, so that a seed always gives the same match; to go on rotating while seeding each match,
+pass `options={"match_index": k}`. `SingleSeatEnv` counts the same way.
+
 ### Observation
 
 A dict: `observation` (float32 vector) and `action_mask` (int8, 1 for the legal ids of the
