@@ -130,6 +130,30 @@ def test_gae_keeps_games_and_seats_apart():
 
 # -- the league's snapshots and sampling ------------------------------------------------------
 
+def test_snapshots_of_the_latest_checkpoint_survive_until_the_next(tmp_path):
+    """A run killed after its pool dropped a snapshot that the latest checkpoint lists
+    resumes with the checkpoint's whole pool."""
+    from agents.mlp import MLP
+    from train.league import League
+
+    mlp = MLP([(np.ones((3, 2)), np.zeros(3))], "tanh")
+    league = League(tmp_path, max_snapshots=2)
+    for k in range(2):
+        league.add_snapshot(mlp, k)
+    league.checkpointed()
+    at_checkpoint = list(league.snapshots)
+    league.add_snapshot(mlp, 2)  # drops snapshot 0 from the pool; the run is killed here
+    assert [s["steps"] for s in league.snapshots] == [1, 2]
+    resumed = League(tmp_path, max_snapshots=2)
+    resumed.restore(at_checkpoint)
+    assert resumed.snapshots == at_checkpoint
+    assert sorted(p.name for p in tmp_path.glob("snap_*")) == [s["file"] for s in at_checkpoint]
+    resumed.add_snapshot(mlp, 3)
+    resumed.checkpointed()  # now nothing pins snapshot 0
+    assert sorted(p.name for p in tmp_path.glob("snap_*")) == [s["file"]
+                                                               for s in resumed.snapshots]
+
+
 def test_batched_snapshots_match_each_snapshots_mlp(tmp_path):
     from agents.mlp import MLP
     from train.league import League

@@ -55,6 +55,10 @@ def test_shipped_configs_load():
     ("seed=-1", "seed: -1 is not allowed"),
     ("league.mix={nope: 1.0}", "league.mix: unknown agent spec 'nope'"),
     ("eval.opponents=[random, nope]", "eval.opponents: unknown agent spec 'nope'"),
+    ("eval.opponents=[random, bots/ppo_vec_tavern_multi]",
+     "eval.opponents: bots/ppo_vec_tavern_multi does not play these rules (culo, 4 players): "
+     "bundle"),
+    ("eval.deals=1", "eval.deals: 1; at least 2"),
 ])
 def test_config_errors_name_the_key(override, message):
     with pytest.raises((ConfigError, ValueError), match=None) as info:

@@ -122,7 +122,10 @@ class TrainingLoop(BaseCallback):
                 "code_version": code_version(), "league": list(self.league.snapshots),
                 "evaluations": self.evaluations, "best": self.best,
                 "illegal_actions": self.illegal}
-        return self.run.save_checkpoint(model, name or f"step_{steps:012d}", meta, latest)
+        path = self.run.save_checkpoint(model, name or f"step_{steps:012d}", meta, latest)
+        if latest:
+            self.league.checkpointed()
+        return path
 
     def finish(self, model):
         """The closing evaluation (if the last one is stale) and checkpoint."""

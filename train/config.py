@@ -327,6 +327,9 @@ def validate(cfg: TrainConfig) -> None:
     if cfg.init_from is not None and cfg.algo != "ppo-vec":
         raise ConfigError(f"init_from: only algo ppo-vec starts from a checkpoint, not "
                           f"{cfg.algo!r}")
+    if cfg.eval.deals < 2:
+        raise ConfigError(f"eval.deals: {cfg.eval.deals}; at least 2 (an interval needs two "
+                          f"deals' results)")
     if cfg.eval.best_by not in cfg.eval.opponents:
         raise ConfigError(f"eval.best_by: {cfg.eval.best_by!r} is not one of eval.opponents "
                           f"{cfg.eval.opponents}")
@@ -337,6 +340,8 @@ def check_agent_specs(cfg: TrainConfig) -> None:
     """Every agent spec the run will seat is made once now: a typo found at the first
     evaluation, or in an environment worker, would cost the training done by then."""
     from agents.base import AgentSpecError, make_agent
+    from arschloch_env.cli import support_detail
+    from arschloch_env.rules import make_rules
     from train.ppo_vec_seats import POLICY_KINDS, is_policy_file
 
     if cfg.algo == "ppo-vec":
@@ -347,11 +352,17 @@ def check_agent_specs(cfg: TrainConfig) -> None:
                                         if k not in ("current", "snapshots")}
     fields = [(mix_field, k) for k, w in mix.items() if w > 0]
     fields += [("eval.opponents", k) for k in cfg.eval.opponents]
+    tables = [make_rules(cfg.rules, n, **cfg.rules_overrides) for n in cfg.players]
     for name, spec in fields:
         try:
-            make_agent(spec)
+            agent = make_agent(spec)
         except AgentSpecError as exc:
             raise ConfigError(f"{name}: {exc}") from None
+        supports = getattr(agent, "supports", None)
+        for rules in tables if callable(supports) else ():
+            if not supports(rules.to_dict()):
+                raise ConfigError(f"{name}: {spec} does not play these rules ({rules.preset}, "
+                                  f"{rules.num_players} players)" + support_detail(agent, rules))
 
 
 ALGOS = ("ppo", "ppo-vec")

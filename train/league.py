@@ -42,24 +42,38 @@ class League:
         self.snapshots: list[dict[str, Any]] = []
         if (self.root / "league.json").is_file():
             self.snapshots = json.loads((self.root / "league.json").read_text())["snapshots"]
+        self.pinned = {s["file"] for s in self.snapshots}
+        """The files of the pool the latest checkpoint lists: a resume from it needs them."""
 
     def add_snapshot(self, mlp: MLP, steps: int) -> None:
         name = f"snap_{steps:012d}.npz"
         mlp.save(self.root / name)
         self.snapshots.append({"file": name, "steps": steps})
-        dropped = self.snapshots[:-self.max_snapshots]
         self.snapshots = self.snapshots[-self.max_snapshots:]
         self._write()
-        for snap in dropped:
-            (self.root / snap["file"]).unlink(missing_ok=True)
+        self._prune()
 
     def update_current(self, mlp: MLP) -> None:
         mlp.save(self.root / "current.npz")
 
+    def checkpointed(self) -> None:
+        """The latest checkpoint now lists the pool as it is: only its files stay pinned."""
+        self.pinned = {s["file"] for s in self.snapshots}
+        self._prune()
+
     def restore(self, snapshots: list[dict[str, Any]]) -> None:
         """Goes back to the pool of a checkpoint (a killed run may have added more since)."""
         self.snapshots = [s for s in snapshots if (self.root / s["file"]).is_file()]
+        self.pinned = {s["file"] for s in self.snapshots}
         self._write()
+        self._prune()
+
+    def _prune(self) -> None:
+        """Deletes the snapshot files that are neither in the pool nor pinned."""
+        keep = self.pinned | {s["file"] for s in self.snapshots}
+        for path in self.root.glob("snap_*.npz"):
+            if path.name not in keep:
+                path.unlink(missing_ok=True)
 
     def _write(self) -> None:
         write_json_atomic(self.root / "league.json", {"snapshots": self.snapshots})

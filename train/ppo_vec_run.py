@@ -115,7 +115,10 @@ class Bookkeeper:
                 "best": self.best, "illegal_actions": self.illegal}
         if latest:
             self.league.update_current(actor_mlp(nets.actor, nets.activation))
-        return save_checkpoint(self.run, name or f"step_{steps:012d}", payload, meta, latest)
+        path = save_checkpoint(self.run, name or f"step_{steps:012d}", payload, meta, latest)
+        if latest:
+            self.league.checkpointed()
+        return path
 
     def finish(self, nets, optimizer, steps: int) -> Path:
         """The closing evaluation (if the last one is stale) and checkpoint."""

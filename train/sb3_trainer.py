@@ -208,8 +208,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         final = loop.finish(model)
     except WORKER_GONE as exc:
         raise WorkerDied(f"an environment worker process died ({type(exc).__name__}); its "
-                         f"error is printed above. The checkpoints written so far are kept: "
-                         f"fix the cause and continue with --resume") from None
+                         f"error is printed above. Checkpoints written so far are kept: fix the "
+                         f"cause and continue from the last with --resume") from None
     finally:
         try:
             envs.close()
