@@ -241,6 +241,12 @@ def test_short_run_beats_random(small_run):
     assert (small_run / "checkpoints" / "best.pt").is_file()
 
 
+SB3_SCALARS = ("train/policy_gradient_loss", "train/value_loss", "train/entropy_loss",
+               "train/approx_kl", "train/clip_fraction", "train/explained_variance",
+               "train/loss", "train/learning_rate", "train/clip_range", "time/fps")
+"""What SB3's PPO logs of its update, which the ppo-vec trainer logs under the same names."""
+
+
 def test_tensorboard_has_the_sb3_trainers_scalars(small_run):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     (logdir,) = [p for p in (small_run / "tb").iterdir() if p.is_dir()]
@@ -248,11 +254,10 @@ def test_tensorboard_has_the_sb3_trainers_scalars(small_run):
     acc.Reload()
     tags = set(acc.Tags()["scalars"])
     for tag in ("eval/vs_random/rank_points", "eval/vs_random/ci_low", "charts/samples_per_s",
-                "charts/illegal_actions", "charts/learning_rate", "league/pool_size",
-                "league/share/current",
-                "league/share/expert", "rollout/ep_rew_mean", "losses/policy_loss",
-                "losses/value_loss", "losses/entropy", "losses/approx_kl"):
+                "charts/illegal_actions", "league/pool_size", "league/share/current",
+                "league/share/expert", "rollout/ep_rew_mean", *SB3_SCALARS):
         assert tag in tags, tags
+    assert all(e.value <= 0 for e in acc.Scalars("train/entropy_loss"))  # SB3's sign
     assert all(e.value == 0 for e in acc.Scalars("charts/illegal_actions"))
     assert "config/text_summary" in acc.Tags()["tensors"]
 

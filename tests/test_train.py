@@ -103,8 +103,10 @@ def test_tensorboard_has_our_scalars(smoke_run):
     acc = EventAccumulator(str(logdir))
     acc.Reload()
     tags = set(acc.Tags()["scalars"])
+    from tests.test_ppo_vec import SB3_SCALARS
     for tag in ("eval/vs_random/rank_points", "eval/vs_random/ci_low", "charts/samples_per_s",
-                "charts/illegal_actions", "league/pool_size", "rollout/ep_rew_mean"):
+                "charts/illegal_actions", "league/pool_size", "rollout/ep_rew_mean",
+                *SB3_SCALARS):
         assert tag in tags, tags
     assert all(e.value == 0 for e in acc.Scalars("charts/illegal_actions"))
     assert "config/text_summary" in acc.Tags()["tensors"]

@@ -45,7 +45,9 @@ Run directory: as the SB3 trainer's (:mod:`train.sb3_trainer`), with ``.pt`` che
 (:mod:`train.ppo_vec_io`); TensorBoard under ``tb/ppo_vec_1``: ``charts/samples_per_s``
 (collect + update), ``charts/illegal_actions``, ``league/share/<kind>`` (share of the seats
 drawn since the last rollout), ``league/pool_size``, ``eval/vs_<field>/...``, ``rollout/ep_rew_mean`` (the
-learner seat's match return), ``losses/*``.
+learner seat's match return), and the update's ``train/*`` and ``time/fps`` under SB3's names
+and signs (``train/entropy_loss`` is minus the entropy, ``train/value_loss`` the critic's mean
+squared error), so that both trainers' runs read alike in TensorBoard.
 """
 
 from __future__ import annotations
@@ -292,8 +294,9 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
     params = [*nets.actor.parameters(), *nets.critic.parameters()]
     N = len(idx)
     size = max(1, math.ceil(N / cfg.vec.minibatches))
-    stats: dict[str, list[float]] = {k: [] for k in ("policy_loss", "value_loss", "entropy",
-                                                     "approx_kl", "clipfrac")}
+    stats: dict[str, list[float]] = {k: [] for k in (
+        "policy_gradient_loss", "value_loss", "entropy_loss", "loss", "approx_kl",
+        "clip_fraction")}
     # Minibatch rows by index_select: about twice as fast as indexing (obs[mb]) on CPU.
     for _ in range(p.n_epochs):
         perm = torch.randperm(N, generator=generator).to(device)
@@ -319,13 +322,14 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, p.max_grad_norm)
             optimizer.step()
-            with torch.no_grad():
-                stats["policy_loss"].append(float(pg_loss))
-                stats["value_loss"].append(float(v_loss))
-                stats["entropy"].append(float(entropy))
+            with torch.no_grad():  # named and signed as SB3's PPO logs them
+                stats["policy_gradient_loss"].append(float(pg_loss))
+                stats["value_loss"].append(float(2 * v_loss))  # the mean squared error
+                stats["entropy_loss"].append(-float(entropy))
+                stats["loss"].append(float(loss))
                 stats["approx_kl"].append(float(((ratio - 1) - log_ratio).mean()))
-                stats["clipfrac"].append(float(((ratio - 1).abs() > p.clip_range).float()
-                                               .mean()))
+                stats["clip_fraction"].append(float(((ratio - 1).abs() > p.clip_range).float()
+                                                    .mean()))
     out = {k: float(np.mean(v)) if v else 0.0 for k, v in stats.items()}
     y, v = returns.cpu().numpy(), old_value.cpu().numpy()
     var = float(np.var(y)) if N else 0.0

@@ -4,6 +4,7 @@ with the same schedule, meta and tags)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ class Bookkeeper:
         self.next_checkpoint = _next_multiple(steps, cfg.checkpoint_every)
         self.writer = None
         self._bar = None
+        self._started = (0, time.time())
 
     def start(self, nets, steps: int) -> None:
         import json
@@ -38,6 +40,7 @@ class Bookkeeper:
 
         from train.sb3_trainer import rules_for
         self.writer = SummaryWriter(str(self.run.tb / "ppo_vec_1"))
+        self._started = (steps, time.time())  # SB3's time/fps counts from here too
         if steps == 0:
             self.writer.add_text("config", "```\n" + yaml.safe_dump(self.cfg.to_dict()) +
                                  "\n```", 0)
@@ -55,7 +58,10 @@ class Bookkeeper:
         if seconds > 0:
             w.add_scalar("charts/samples_per_s", samples / seconds, steps)
         w.add_scalar("charts/illegal_actions", self.illegal, steps)
-        w.add_scalar("charts/learning_rate", optimizer.param_groups[0]["lr"], steps)
+        w.add_scalar("train/learning_rate", optimizer.param_groups[0]["lr"], steps)
+        w.add_scalar("train/clip_range", self.cfg.ppo.clip_range, steps)
+        w.add_scalar("time/fps", (steps - self._started[0]) / (time.time() - self._started[1]),
+                     steps)
         if len(stats["match_returns"]):
             w.add_scalar("rollout/ep_rew_mean", float(np.mean(stats["match_returns"])), steps)
         total = sum(stats["seats"].values())
@@ -64,7 +70,7 @@ class Bookkeeper:
                 w.add_scalar(f"league/share/{kind}", count / total, steps)
         w.add_scalar("league/pool_size", len(self.league.snapshots), steps)
         for key, value in losses.items():
-            w.add_scalar(f"losses/{key}", value, steps)
+            w.add_scalar(f"train/{key}", value, steps)
         if self._bar is not None:
             self._bar.update(max(0, min(samples, self._bar.total - self._bar.n)))
         if steps >= self.next_snapshot:
