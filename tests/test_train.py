@@ -416,3 +416,22 @@ def test_a_dead_env_worker_fails_the_run(tmp_path):
               env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])})
     assert res.returncode == 1, res.stdout + res.stderr
     assert "worker process died" in res.stderr and "RuntimeError: boom" in res.stderr
+
+
+def test_learning_curves_of_any_field_and_table_size(tmp_path):
+    from torch.utils.tensorboard import SummaryWriter
+
+    from train.curves import eval_fields, eval_table_size, plot_learning_curves, read_scalars
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text(
+        yaml.safe_dump({**load_config(SMOKE).to_dict(), "players": [3]}))
+    with SummaryWriter(str(run / "tb" / "ppo_1")) as w:
+        for step in (100, 200):
+            w.add_scalar("rollout/ep_rew_mean", 0.1, step)
+            for field in ("greedy", "./bots/my_bot"):
+                for key, value in (("rank_points", 1.1), ("ci_low", 1.0), ("ci_high", 1.2)):
+                    w.add_scalar(f"eval/vs_{field}/{key}", value, step)
+    assert eval_fields(read_scalars(run)) == ["./bots/my_bot", "greedy"]
+    assert eval_table_size(run) == 3
+    assert plot_learning_curves(run, tmp_path / "c.png").stat().st_size > 0

@@ -39,18 +39,18 @@ def plot_learning_curves(run_dir: str | Path, out: str | Path, title: str | None
         steps, values = zip(*scalars["rollout/ep_rew_mean"])
         top.plot(steps, values, lw=1)
     top.set_title(PANELS[0][1], fontsize=10)
-    fields = sorted({t.split("/")[1][3:] for t in scalars if t.startswith("eval/vs_")})
-    for name in fields:
+    n = eval_table_size(run_dir)
+    for name in eval_fields(scalars):
         base = f"eval/vs_{name}/"
         if base + "rank_points" not in scalars:
             continue
         steps, mean = zip(*scalars[base + "rank_points"])
-        line, = bottom.plot(steps, mean, marker="o", label=f"vs 3x {name}")
+        line, = bottom.plot(steps, mean, marker="o", label=f"vs {n - 1}x {name}")
         if base + "ci_low" in scalars and base + "ci_high" in scalars:
             _, low = zip(*scalars[base + "ci_low"])
             _, high = zip(*scalars[base + "ci_high"])
             bottom.fill_between(steps, low, high, alpha=0.2, color=line.get_color())
-    bottom.axhline(1.5, color="grey", lw=0.8, ls="--", label="par (4 players)")
+    bottom.axhline((n - 1) / 2, color="grey", lw=0.8, ls="--", label=f"par ({n} players)")
     bottom.set_title(PANELS[1][1], fontsize=10)
     bottom.set_xlabel("learner steps")
     bottom.legend()
@@ -63,3 +63,19 @@ def plot_learning_curves(run_dir: str | Path, out: str | Path, title: str | None
     plt.close(fig)
     tmp.replace(out)
     return out
+
+
+def eval_table_size(run_dir: str | Path) -> int:
+    """The table size the run evaluated at (its config's, as the trainers choose it)."""
+    from train.sb3_trainer import eval_players, load_run_config
+    try:
+        return eval_players(load_run_config(Path(run_dir)))
+    except (OSError, ValueError):
+        return 4  # logs without their run directory: the usual table
+
+
+def eval_fields(scalars) -> list[str]:
+    """The evaluation fields of ``eval/vs_<field>/<metric>`` tags; a field is an agent spec,
+    and a bundle's path has slashes of its own."""
+    return sorted({t[len("eval/vs_"):].rpartition("/")[0] for t in scalars
+                   if t.startswith("eval/vs_")})
