@@ -39,13 +39,14 @@ def bench_sb3(cfg, args) -> None:
         league.update_current(policy_mlp(model))
         league.add_snapshot(policy_mlp(model), 0)
         model.learn(total_timesteps=cfg.ppo.n_steps * cfg.n_envs)  # warm-up rollout
-        start = time.perf_counter()
+        start, before = time.perf_counter(), model.num_timesteps
         model.learn(total_timesteps=args.steps, reset_num_timesteps=False)
         elapsed = time.perf_counter() - start
+        steps = model.num_timesteps - before  # whole rollouts: at least --steps
         envs.close()
     net = "x".join(map(str, cfg.ppo.net_arch))
     print(f"{args.config}: {cfg.n_envs} env processes, MLP {net}, opponents {cfg.league.mix}")
-    print(f"{args.steps} learner steps in {elapsed:.1f} s: {args.steps / elapsed:,.0f} "
+    print(f"{steps} learner steps in {elapsed:.1f} s: {steps / elapsed:,.0f} "
           f"samples/s (collect + update)")
 
 
