@@ -11,10 +11,14 @@ the candidate in each seat against n-1 copies of the field bot, seed 7 unless to
 - at every other table size of ``--players`` the bundle was trained for: the bot against each
   of ``--other-fields`` (``--other-deals``).
 
+The rules are the bundle's own (its preset with any fields its training overrode). A bot not
+trained for 4 players is measured at its first table size instead, and the goals, which are
+for 4 players, are then not checked.
+
 Each tournament's reports go to ``--out/<n>p_<candidate>_vs_<field>/``; the tables and the
 check of the strength goals go to ``--out/evaluation.md`` and to stdout. A tournament whose
-``results.json`` is already complete with the same deals and seed is read, not replayed, so
-an interrupted evaluation picks up where it stopped.
+``results.json`` is already complete for the same policy (its checksum), rules, deals and seed
+is read, not replayed, so an interrupted evaluation picks up where it stopped.
 """
 
 from __future__ import annotations
@@ -30,24 +34,40 @@ sys.path.insert(0, str(ROOT))
 GOAL_OVER_PAR, GOAL_CI_LOW = 0.25, 0.20
 
 
-def tournament(rules: str, players: int, candidate: str, field: str, deals: int, seed: int,
+def tournament(rules: dict, players: int, candidate: str, field: str, deals: int, seed: int,
                jobs: int | None, out: Path) -> dict:
-    """The ``results.json`` of one tournament, played unless ``out`` already holds it."""
+    """The ``results.json`` of one tournament, played unless ``out`` already holds it for
+    the same policies, rules, deals and seed (``key.json``)."""
     from train.report import write_outputs
     from train.tournament import run_tournament
 
-    path = out / "results.json"
-    if path.is_file():
+    key = {"candidate": fingerprint(candidate), "field": fingerprint(field), "rules": rules,
+           "players": players, "deals": deals, "seed": seed}
+    path, key_path = out / "results.json", out / "key.json"
+    if path.is_file() and key_path.is_file() and json.loads(key_path.read_text()) == key:
         done = json.loads(path.read_text())
-        if done["complete"] and done["deals_done"] == deals and done["seed"] == seed:
+        if done["complete"]:
             return done
     print(f"  {players}p {candidate} vs {players - 1}x {field}: {deals} deals ...", flush=True)
     res = run_tournament(rules, [candidate, field], deals=deals, seed=seed, jobs=jobs,
                          players=players, progress=None)
     if not res.complete:
         raise SystemExit("interrupted; run again to continue")
+    key_path.unlink(missing_ok=True)  # results and key are written as a pair, key last
     write_outputs(res, out)
+    tmp = out / "key.json.part"
+    tmp.write_text(json.dumps(key, indent=1))
+    tmp.replace(key_path)
     return res.to_dict()
+
+
+def fingerprint(spec: str) -> str:
+    """A bundle by its policy's checksum (a re-export to the same path is another bot), any
+    other agent by its spec."""
+    manifest = Path(spec) / "manifest.json"
+    if manifest.is_file():
+        return json.loads(manifest.read_text())["policy"]["sha256"]
+    return spec
 
 
 def row(res: dict) -> dict:
@@ -86,11 +106,11 @@ def table(rows: list[dict]) -> str:
 def ladder_line(ladder: dict, deals: int) -> str:
     """Expert's paired margin over greedy, and which of the bot's deals it was measured on
     (one seed's deals are a prefix of each other)."""
-    n = ladder["deals"]
-    where = (f"the same {n:,} 4-player deals" if n == deals
-             else f"the first {n:,} of the same 4-player deals" if n < deals
-             else f"{n:,} 4-player deals, the bot's {deals:,} first")
-    return (f"Ladder step, {where}: expert against 3x greedy, paired "
+    n, p = ladder["deals"], ladder["players"]
+    where = (f"the same {n:,} {p}-player deals" if n == deals
+             else f"the first {n:,} of the same {p}-player deals" if n < deals
+             else f"{n:,} {p}-player deals, the bot's {deals:,} first")
+    return (f"Ladder step, {where}: expert against {p - 1}x greedy, paired "
             f"{fmt(ladder['paired'], sign=True)}.")
 
 
@@ -140,9 +160,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all)")
     args = p.parse_args(argv)
+    for name in ("deals", "greedy_deals", "ladder_deals", "mc_deals", "other_deals"):
+        value = getattr(args, name)
+        if value is not None and (value < 0 or value == 1):
+            p.error(f"--{name.replace('_', '-')} {value}: 0 (skip) or at least 2 (an interval "
+                    f"needs two deals)")
 
     manifest = json.loads((Path(args.bot) / "manifest.json").read_text())
-    rules = manifest["rules"]["preset"]
+    rules = manifest["rules"]
+    main_n = 4 if 4 in manifest["players"] else manifest["players"][0]
     out = Path(args.out)
     label = args.bot
 
@@ -150,28 +176,29 @@ def main(argv: list[str] | None = None) -> int:
         return tournament(rules, n, cand, field, deals, args.seed, args.jobs,
                           out / f"{n}p_{Path(cand).name}_vs_{field}")
 
-    rows4 = {}
+    rows_main = {}
     for field, deals in (("expert", args.deals), ("greedy", args.greedy_deals)):
         if deals > 0:
-            rows4[field] = row(play(4, label, field, deals))
+            rows_main[field] = row(play(main_n, label, field, deals))
     ladder_deals = args.deals if args.ladder_deals is None else args.ladder_deals
-    ladder = row(play(4, "expert", "greedy", ladder_deals)) if ladder_deals > 0 else None
+    ladder = row(play(main_n, "expert", "greedy", ladder_deals)) if ladder_deals > 0 else None
     others = []
     for n in args.players:
-        if n in manifest["players"] and n != 4 and args.other_deals > 0:
+        if n in manifest["players"] and n != main_n and args.other_deals > 0:
             for field in args.other_fields:
                 others.append(row(play(n, label, field, args.other_deals)))
     if args.mc_deals > 0:  # the slowest field, last
-        rows4["mc"] = row(play(4, label, "mc", args.mc_deals))
+        rows_main["mc"] = row(play(main_n, label, "mc", args.mc_deals))
 
     command = " ".join(["python scripts/evaluate_bot.py", *(sys.argv[1:] if argv is None
                                                              else argv)])
     text = "\n\n".join([
-        f"Duplicate tournaments of `{label}` ({rules}), one round per deal, seed {args.seed}; "
-        "rank points per round (n - place; par (n-1)/2) with 95% CIs over deals.",
-        table(list(rows4.values()) + others),
+        f"Duplicate tournaments of `{label}` ({rules['preset']}), one round per deal, seed "
+        f"{args.seed}; rank points per round (n - place; par (n-1)/2) with 95% CIs over deals.",
+        table(list(rows_main.values()) + others),
         *([ladder_line(ladder, args.deals)] if ladder else []),
-        goals(rows4, ladder),
+        goals(rows_main, ladder) if main_n == 4 else
+        f"The strength goals are for 4 players; this bot was trained for {manifest['players']}.",
         f"Command: `{command}`",
     ]) + "\n"
     out.mkdir(parents=True, exist_ok=True)

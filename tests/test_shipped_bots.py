@@ -71,3 +71,7 @@ def test_evaluation_script_writes_tables_and_goals(tmp_path):
     # a second run reads the finished tournaments instead of playing them again
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert again.returncode == 0 and "deals ..." not in again.stdout
+    # ... only for the same policy: the cache is keyed on the bundle's checksum
+    sha = json.loads((bot / "manifest.json").read_text())["policy"]["sha256"]
+    key = json.loads((out / f"4p_{bot.name}_vs_expert" / "key.json").read_text())
+    assert key["candidate"] == sha and key["deals"] == 4
