@@ -435,3 +435,23 @@ def test_learning_curves_of_any_field_and_table_size(tmp_path):
     assert eval_fields(read_scalars(run)) == ["./bots/my_bot", "greedy"]
     assert eval_table_size(run) == 3
     assert plot_learning_curves(run, tmp_path / "c.png").stat().st_size > 0
+
+
+def test_a_policy_of_an_earlier_layout_exports_as_that_version(tmp_path):
+    """A checkpoint trained before layout version 2 (297 inputs in culo) exports as a
+    version-1 bundle, which reads the leading part of today's observation."""
+    from agents.runner import play_match
+    from arschloch_env.rules import make_rules
+    from train.export import write_bundle
+    rng = np.random.default_rng(0)
+    mlp = MLP([(rng.normal(size=(8, 297)), np.zeros(8)), (rng.normal(size=(49, 8)),
+                                                            np.zeros(49))], "relu")
+    rules = make_rules("culo", 4).to_dict()
+    out = write_bundle(tmp_path / "v1", mlp, rules, ["culo"], [4], "v1", {"steps": 0})
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["observation"]["version"] == 1 and manifest["observation"]["size"] == 297
+    assert play_match("culo", [str(out), "greedy", "greedy", "greedy"], seed=1).is_over
+    bad = MLP([(rng.normal(size=(8, 300)), np.zeros(8)), (rng.normal(size=(49, 8)),
+                                                           np.zeros(49))], "relu")
+    with pytest.raises(BundleError, match="297 or 413"):
+        write_bundle(tmp_path / "bad", bad, rules, ["culo"], [4], "bad", {"steps": 0})

@@ -20,7 +20,7 @@ from agents.bundle import (
     layout_signature,
 )
 from agents.mlp import MLP
-from arschloch_env.observation import OBS_VERSION
+from arschloch_env.observation import LAST_SLICE
 
 ONNX_OPSET = 17
 BUNDLE_FILES = frozenset({"manifest.json", "policy.onnx", "policy.torchscript.pt"})
@@ -96,9 +96,7 @@ def write_bundle(out: str | Path, mlp: MLP, rules: dict[str, Any], presets: list
     check_replaceable(out)
     R = len(rules["rank_order"])
     num_actions = 1 + 6 * R
-    if mlp.input_size != sum(int(np.prod(s)) for _, s in layout_signature(R)):
-        raise ValueError(f"the policy takes {mlp.input_size} inputs, the observation of this "
-                         f"deck has another size")
+    version, layout = layout_read_by(mlp.input_size, R)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     tmp.chmod(0o755)
@@ -113,8 +111,7 @@ def write_bundle(out: str | Path, mlp: MLP, rules: dict[str, Any], presets: list
             "rules": rules,
             "presets": presets,
             "players": players,
-            "observation": {"version": OBS_VERSION, "size": mlp.input_size,
-                            "layout": layout_signature(R)},
+            "observation": {"version": version, "size": mlp.input_size, "layout": layout},
             "actions": {"version": ACTION_ENCODING_VERSION, "size": num_actions},
             "policy": {"file": "policy.onnx", "sha256": file_sha256(tmp / "policy.onnx"),
                        "inputs": ["observation", "action_mask"],
@@ -134,6 +131,25 @@ def write_bundle(out: str | Path, mlp: MLP, rules: dict[str, Any], presets: list
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def layout_read_by(inputs: int, R: int) -> tuple[int, list[list]]:
+    """The observation layout version, and its slices, of a policy with ``inputs`` inputs: a
+    policy trained before a version appended slices reads the leading part.
+
+    Raises:
+        BundleError: no version's observation of this deck has that many values.
+    """
+    ours = layout_signature(R)
+    sizes = {}
+    for version, last in LAST_SLICE.items():
+        layout = ours[:[name for name, _ in ours].index(last) + 1]
+        sizes[sum(int(np.prod(shape)) for _, shape in layout)] = (version, layout)
+    if inputs not in sizes:
+        raise BundleError(f"the policy takes {inputs} inputs; an observation of this deck has "
+                          f"{' or '.join(map(str, sorted(sizes)))} (layout versions "
+                          f"{', '.join(map(str, LAST_SLICE))})")
+    return sizes[inputs]
 
 
 def check_replaceable(out: Path) -> None:
