@@ -27,7 +27,9 @@ learner is to act again. ``rewards[i]`` sums the learner's rewards in between. W
 learner's last observation of the match: the engine moves on to the next match at once, so
 there is no later one), ``totals``, ``winners`` and ``seat``; the returned observation is the
 learner's first decision of the next match, and rewards that fall in the next match before it
-are paid with the next step.
+are paid with the next step. A match in which the learner has no decision at all (every move of
+its seat a forced pass; rare, in single rounds at 5 or 6 players) is played through with no
+episode of its own: its rewards are dropped and ``infos[i]["skipped_matches"]`` counts it.
 """
 
 from __future__ import annotations
@@ -175,7 +177,13 @@ class ArschlochVecEnv(VecEnv):
         g = self.game
         idx = np.flatnonzero(done)
         for i in idx:
-            if infos is not None and not ended[i]:
+            if ended[i]:
+                # a whole match without a decision of the learner: no episode to report, and
+                # its rewards must not count in the next one
+                self._carry[i] = 0.0
+                if infos is not None:
+                    infos[i]["skipped_matches"] = infos[i].get("skipped_matches", 0) + 1
+            elif infos is not None:
                 infos[i].update(terminal_observation=last_obs[i], seat=int(self.seats[i]),
                                 totals=g.last_totals[i].tolist(),
                                 winners=np.flatnonzero(g.last_winners[i]).tolist())

@@ -410,3 +410,22 @@ def test_vec_env_batched_opponent_and_maskable_ppo():
     assert calls and max(calls) <= 8
     with pytest.raises(ValueError, match="seat 4"):
         ArschlochVecEnv("culo", 4, num_envs=2, seat=4)
+
+
+def test_vec_env_skips_a_match_without_a_learner_decision():
+    """In single rounds at 6 players a seat sometimes only ever passes by force: that match
+    is no episode, and its rewards do not leak into the next one."""
+    from arschloch_env.vector_env import ArschlochVecEnv
+    env = ArschlochVecEnv("culo", 6, num_envs=512, seed=1, rounds=1, reward="points")
+    env.reset()
+    rng = np.random.default_rng(0)
+    ret, skipped, episodes = np.zeros(512), 0, 0
+    for _ in range(150):
+        m = env.action_masks()
+        _, rew, done, infos = env.step((rng.random(m.shape) * m).argmax(1))
+        ret += rew
+        skipped += sum(i.get("skipped_matches", 0) for i in infos)
+        for i in np.flatnonzero(done):
+            assert ret[i] == infos[i]["totals"][infos[i]["seat"]]
+            ret[i], episodes = 0.0, episodes + 1
+    assert skipped > 0 and episodes > 1000
