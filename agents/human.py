@@ -143,9 +143,11 @@ def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
                 return by_number, None
             what = (f"a single {show_rank(as_rank)}" if phase == "play"
                     else f"{phase} the {show_rank(as_rank)}")
+            # the card reading is offered only when it is a legal move
+            card = (f", or '{raw}{held[0][1].lower()}' for {what}" if rank_action in legal
+                    else f"; {what} is not legal now")
             raise MoveError(f"'{raw}' is ambiguous: type '#{i}' for move {i} "
-                            f"({view['legal'][i - 1]['move']}), or '{raw}{held[0][1].lower()}'"
-                            f" for {what}")
+                            f"({view['legal'][i - 1]['move']}){card}")
         # otherwise it names the rank: read it as cards below
     tokens = [t for t in re.split(r"[\s,]+", raw) if t]
     if tokens and tokens[0] in ("give", "take", "lay", "play"):

@@ -95,8 +95,9 @@ def test_following_moves():
     view = public_view(game, 2)
     with pytest.raises(MoveError, match="does not beat the single 8 on the table"):
         parse_move("7h", view)
-    with pytest.raises(MoveError, match="'7' is ambiguous"):
-        parse_move("7", view)  # move 7 (single ace), or the 7 player_2 holds
+    with pytest.raises(MoveError, match="'7' is ambiguous: type '#7' for move 7 "
+                                        r"\(single ace\); a single 7 is not legal now"):
+        parse_move("7", view)  # move 7 (single ace), or the 7 player_2 holds, which is low
     game.step(0)
     view = public_view(game, 3)
     assert parse_move("#2", view) == (view["legal"][1]["id"], None)
