@@ -260,6 +260,12 @@ class HumanAgent:
     def act(self, observation: dict, view: dict | None) -> int:
         return self.choose(view, observation)[0]
 
+    def _tell_hint(self, view: dict, action: int) -> None:
+        """A hint bot that counts cards noted its own take or lay; it learns the move made."""
+        knowledge = getattr(self.hint, "knowledge", None)
+        if view["phase"] in ("take", "lay") and hasattr(knowledge, "note_action"):
+            knowledge.note_action(action)
+
     def choose(self, view: dict, observation: dict | None = None) -> tuple[int, list[str] | None]:
         """Shows the view and reads moves until one is legal: ``(action, exact cards)``.
 
@@ -276,9 +282,12 @@ class HumanAgent:
                 self.output(HELP)
                 continue
             try:
-                return parse_move(text, view)
+                action, cards = parse_move(text, view)
             except MoveError as exc:
                 self.output(f"  ! {exc}")
+                continue
+            self._tell_hint(view, action)
+            return action, cards
 
     def describe(self, view: dict, observation: dict | None = None) -> str:
         """The table as this seat sees it, with the numbered legal moves."""

@@ -89,6 +89,7 @@ class Knowledge:
         self.round = 0
         self.taken: int | None = None
         self.laid: set[int] = set()
+        self._before_note: tuple[int | None, set[int]] = (None, set())
 
     def reset(self, rules: Rules | dict | str, seat: int) -> None:
         self.rules = rules if isinstance(rules, Rules) else make_rules(rules)
@@ -110,6 +111,7 @@ class Knowledge:
             self.round = view["round"]
             self.taken = None
             self.laid = set()
+        self._before_note = (self.taken, set(self.laid))
         rules, deck = self.rules, self.deck
         self.seat = seat = view["seat"]
         self.n = n = rules.num_players
@@ -191,7 +193,10 @@ class Knowledge:
         return self
 
     def note_action(self, action: int) -> None:
-        """Remembers the card moved by a take or lay (the engine moves the lowest suit)."""
+        """Remembers the card moved by a take or lay (the engine moves the lowest suit). A
+        second note in one decision replaces the first: an adviser notes its suggestion, then
+        the move the player made instead (:class:`agents.human.HumanAgent`)."""
+        self.taken, self.laid = self._before_note[0], set(self._before_note[1])
         R = self.deck.R
         if self.phase == "take":
             r = action - (1 + 5 * R)

@@ -256,3 +256,26 @@ def test_ctrl_c_works_even_when_the_parent_ignores_it(tmp_path):
     child.expect(pexpect.EOF)
     child.close()
     assert "interrupted (Ctrl-C)" in child.before and child.exitstatus == 130
+
+
+def test_hint_learns_the_lay_the_player_made_instead_of_its_own():
+    """A card-counting hint notes its suggested lay; the player lays another card, and the
+    hint's knowledge follows the move made."""
+    from agents import ExpertAgent
+    from agents.runner import observation_of
+    from arschloch_env.observation import Encoder
+    from arschloch_env.rules import make_rules
+
+    game = Game(make_rules("culo", 3), seed=1, auto_pass=True)
+    while public_view(game, game.current)["phase"] != "lay":  # round 2's left-over swap
+        game.step(game.legal_actions()[0])
+    seat, view = game.current, public_view(game, game.current)
+    obs = observation_of(game, Encoder(game.R), seat)
+    ids = [x["id"] for x in view["legal"]]
+    other = next(a for a in ids if a != ExpertAgent().act(obs, view))  # not the hint's lay
+    hint = ExpertAgent()
+    hint.reset(view["rules"], seat)
+    human = HumanAgent(input_fn=lambda prompt: f"#{ids.index(other) + 1}",
+                       output=lambda text: None, hint=hint)
+    assert human.act(obs, view) == other
+    assert [c >> 2 for c in hint.knowledge.laid] == [other - (1 + 4 * game.R)]
