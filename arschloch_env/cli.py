@@ -2,7 +2,8 @@
 
 Subcommands: ``simulate`` (matches between agents, game records, summary), ``rules`` (the
 presets and their fields), ``replay`` (re-play a record through the engine and check it),
-and the ones other packages add (``tournament``, ``play``, ``train``, ``export``).
+and the ones other packages add (``tournament``, ``play``, ``train``, ``export``, ``curves``,
+``clone``).
 Every command that takes ``--rules`` also takes ``--set FIELD=VALUE`` (repeatable).
 """
 
