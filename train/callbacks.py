@@ -98,7 +98,7 @@ class TrainingLoop(BaseCallback):
         from train.sb3_trainer import eval_players, rules_for
         cfg = self.cfg
         mlp = policy_mlp(self.model)
-        results = evaluate_fields(mlp, rules_for(cfg, eval_players(cfg)), cfg.eval.opponents,
+        results = evaluate_fields(mlp, rules_for(cfg, eval_players(cfg.players)), cfg.eval.opponents,
                                   cfg.eval.deals, seed=cfg.seed + 1, jobs=cfg.eval.jobs)
         for field_name, r in results.items():
             for key in ("rank_points", "ci_low", "ci_high", "president_rate", "arschloch_rate"):

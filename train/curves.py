@@ -66,11 +66,15 @@ def plot_learning_curves(run_dir: str | Path, out: str | Path, title: str | None
 
 
 def eval_table_size(run_dir: str | Path) -> int:
-    """The table size the run evaluated at (its config's, as the trainers choose it)."""
-    from train.sb3_trainer import eval_players, load_run_config
+    """The table size the run evaluated at (from its config's players, as the trainers
+    choose it)."""
+    import yaml
+
+    from train.sb3_trainer import eval_players
     try:
-        return eval_players(load_run_config(Path(run_dir)))
-    except (OSError, ValueError):
+        players = yaml.safe_load((Path(run_dir) / "config.yaml").read_text())["players"]
+        return eval_players(list(players))
+    except (OSError, KeyError, TypeError, yaml.YAMLError):
         return 4  # logs without their run directory: the usual table
 
 

@@ -20,7 +20,7 @@ from agents.bundle import (
     layout_signature,
 )
 from agents.mlp import MLP
-from arschloch_env.observation import LAST_SLICE
+from arschloch_env.observation import LAST_SLICE, Layout
 
 ONNX_OPSET = 17
 BUNDLE_FILES = frozenset({"manifest.json", "policy.onnx", "policy.torchscript.pt"})
@@ -140,16 +140,14 @@ def layout_read_by(inputs: int, R: int) -> tuple[int, list[list]]:
     Raises:
         BundleError: no version's observation of this deck has that many values.
     """
-    ours = layout_signature(R)
-    sizes = {}
-    for version, last in LAST_SLICE.items():
-        layout = ours[:[name for name, _ in ours].index(last) + 1]
-        sizes[sum(int(np.prod(shape)) for _, shape in layout)] = (version, layout)
+    layout, ours = Layout(R), layout_signature(R)
+    sizes = {layout.version_size(v): v for v in LAST_SLICE}
     if inputs not in sizes:
         raise BundleError(f"the policy takes {inputs} inputs; an observation of this deck has "
                           f"{' or '.join(map(str, sorted(sizes)))} (layout versions "
                           f"{', '.join(map(str, LAST_SLICE))})")
-    return sizes[inputs]
+    version = sizes[inputs]
+    return version, ours[:list(layout.slices).index(LAST_SLICE[version]) + 1]
 
 
 def check_replaceable(out: Path) -> None:

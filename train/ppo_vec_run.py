@@ -88,7 +88,7 @@ class Bookkeeper:
         from train.sb3_trainer import eval_players, rules_for
         cfg = self.cfg
         results = evaluate_fields(actor_mlp(nets.actor, nets.activation),
-                                  rules_for(cfg, eval_players(cfg)), cfg.eval.opponents,
+                                  rules_for(cfg, eval_players(cfg.players)), cfg.eval.opponents,
                                   cfg.eval.deals, seed=cfg.seed + 1, jobs=cfg.eval.jobs)
         for field_name, r in results.items():
             for key in ("rank_points", "ci_low", "ci_high", "president_rate", "arschloch_rate"):

@@ -51,9 +51,10 @@ def rules_for(cfg: TrainConfig, players: int | None = None):
     return make_rules(cfg.rules, players or cfg.players[0], **cfg.rules_overrides)
 
 
-def eval_players(cfg: TrainConfig) -> int:
-    """Evaluation table size: 4 players when trained for them, else the first count."""
-    return 4 if 4 in cfg.players else cfg.players[0]
+def eval_players(players: list[int]) -> int:
+    """Evaluation table size of a run trained at ``players``: 4 when among them, else the
+    first."""
+    return 4 if 4 in players else players[0]
 
 
 def make_env(cfg: TrainConfig, index: int, league_dir: Path):
