@@ -94,16 +94,24 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     return manifest
 
 
+def play_difference(trained: dict[str, Any], rules: dict[str, Any]) -> str | None:
+    """How ``rules`` differ from the rules a policy was trained with in a field that changes
+    play (``PLAY_FIELDS``), or None where they agree."""
+    for f in PLAY_FIELDS:
+        if rules.get(f) != trained.get(f):
+            return f"trained with {f}={trained.get(f)!r}, these rules have {f}={rules.get(f)!r}"
+    return None
+
+
 def check_rules(manifest: dict[str, Any], rules: dict[str, Any], where: str = "bundle") -> None:
     """Raises BundleError unless the bundle was made for these rules and this table size."""
     trained = manifest["rules"]
     if rules.get("preset") not in manifest.get("presets", []):
         raise BundleError(f"{where}: trained for preset(s) {manifest.get('presets')}, not "
                           f"{rules.get('preset')!r}")
-    for f in PLAY_FIELDS:
-        if rules.get(f) != trained.get(f):
-            raise BundleError(f"{where}: trained with {f}={trained.get(f)!r}, these rules have "
-                              f"{f}={rules.get(f)!r}")
+    difference = play_difference(trained, rules)
+    if difference:
+        raise BundleError(f"{where}: {difference}")
     if rules.get("num_players") not in manifest.get("players", []):
         raise BundleError(f"{where}: trained for {manifest.get('players')} players, not "
                           f"{rules.get('num_players')}")

@@ -1,12 +1,15 @@
 """A policy network as plain numpy arrays: the learner's frozen snapshots in the league.
 
-Weights live in ``.npz`` files (``W0, b0, W1, b1, ...`` and an ``activation`` string), loaded
-with ``allow_pickle=False``: nothing is ever unpickled.
+Weights live in ``.npz`` files (``W0, b0, W1, b1, ...``, an ``activation`` string and, for a
+file made for other runs to use such as a clone, the ``rules`` it plays as a JSON string),
+loaded with ``allow_pickle=False``: nothing is ever unpickled.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -16,12 +19,15 @@ ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
 class MLP:
     """Hidden layers with one activation, then a linear output layer."""
 
-    def __init__(self, weights: list[tuple[np.ndarray, np.ndarray]], activation: str = "tanh"):
+    def __init__(self, weights: list[tuple[np.ndarray, np.ndarray]], activation: str = "tanh",
+                 rules: dict[str, Any] | None = None):
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation {activation!r}; allowed: {', '.join(ACTIVATIONS)}")
         self.layers = [(np.asarray(w, np.float32), np.asarray(b, np.float32))
                        for w, b in weights]
         self.activation = activation
+        self.rules = rules
+        """The rules (``Rules.to_dict()``) the policy was made for, where known."""
         self._act = ACTIVATIONS[activation]
         # [in, out] copies: x @ w_t runs on contiguous memory (several times faster for one x).
         self._t = [(np.ascontiguousarray(w.T), b) for w, b in self.layers]
@@ -46,6 +52,8 @@ class MLP:
         path = Path(path)
         arrays = {f"W{i}": w for i, (w, _) in enumerate(self.layers)}
         arrays.update({f"b{i}": b for i, (_, b) in enumerate(self.layers)})
+        if self.rules is not None:
+            arrays["rules"] = np.array(json.dumps(self.rules))
         tmp = path.with_name(path.name + ".part.npz")
         np.savez(tmp, activation=np.array(self.activation), **arrays)
         tmp.replace(path)
@@ -55,7 +63,8 @@ class MLP:
         with np.load(path, allow_pickle=False) as data:
             k = sum(1 for name in data.files if name.startswith("W"))
             weights = [(data[f"W{i}"], data[f"b{i}"]) for i in range(k)]
-            return cls(weights, str(data["activation"]))
+            rules = json.loads(str(data["rules"])) if "rules" in data.files else None
+            return cls(weights, str(data["activation"]), rules)
 
 
 def masked_choice(logits: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None) -> int:

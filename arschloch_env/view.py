@@ -25,9 +25,11 @@ def move_words(game, action: int) -> str:
 
 
 def public_view(game, seat: int) -> dict[str, Any]:
-    """What ``seat`` knows, with its legal moves when it is the seat to act."""
+    """What ``seat`` knows, with its legal moves when it is the seat to act. A finished match
+    shows the phase it ended in, ``"play"``: the contract's phases are the decisions' kinds."""
     order = game.rules.rank_order
-    acting = seat == game.current and game.phase != "over"
+    over = game.phase == "over"
+    acting = seat == game.current and not over
     table = None
     if game.phase == "play" and game.table_count:
         last = next(m for s, q, m in reversed(game.plays))
@@ -35,7 +37,7 @@ def public_view(game, seat: int) -> dict[str, Any]:
     legal = [{"id": a, "move": move_words(game, a)} for a in game.legal_actions()] if acting else []
     return {
         "seat": seat,
-        "phase": game.phase,
+        "phase": "play" if over else game.phase,
         "to_give": game.to_give if acting and game.phase == "give" else 0,
         "hand": hand_cards(game.hands[seat], order),
         "table": table,

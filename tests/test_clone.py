@@ -119,3 +119,24 @@ def test_policy_file_of_another_shape_is_refused(greedy_clone, tmp_path, overrid
 def test_missing_policy_file_is_named(tmp_path):
     res = cli(*train_args(tmp_path / "run", f"vec.mix={{current: 0.5, {tmp_path}/no.npz: 0.5}}"))
     assert res.returncode == 2 and "no.npz cannot be read" in res.stderr, res.stderr[-2000:]
+
+
+def test_clone_records_its_rules_and_a_run_of_other_rules_refuses_it(greedy_clone, tmp_path):
+    out, _ = greedy_clone
+    assert MLP.load(out).rules["rank_order"] == list("789TJQKA")
+    # culo-ten has culo's deck size (so the same shapes) but another rank order
+    res = cli(*train_args(tmp_path / "run", "rules=culo-ten",
+                          f"vec.mix={{current: 0.5, {out}: 0.5}}"))
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert f"policy file {out} was made for other rules: trained with rank_order=" \
+        in res.stderr, res.stderr[-2000:]
+    assert not (tmp_path / "run").exists()
+
+
+def test_policy_file_keeps_its_rules_through_save_and_load(tmp_path):
+    rules = make_rules("tavern", 5).to_dict()
+    mlp = MLP([(np.ones((2, 3)), np.zeros(2))], "relu", rules)
+    mlp.save(tmp_path / "p.npz")
+    assert MLP.load(tmp_path / "p.npz").rules == rules
+    MLP([(np.ones((2, 3)), np.zeros(2))], "relu").save(tmp_path / "q.npz")
+    assert MLP.load(tmp_path / "q.npz").rules is None  # a league snapshot names none

@@ -135,6 +135,16 @@ def test_state_and_view():
         np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))
 
 
+def test_view_of_a_finished_match_keeps_to_the_contract():
+    env = short_env("culo", 4)
+    play_random_episode(env, seed=2)
+    assert env.unwrapped.game.is_over
+    for agent in env.possible_agents:
+        view = env.view(agent)
+        assert view["phase"] == "play" and view["legal"] == [] and view["to_give"] == 0
+        assert sorted(view["places"]) == [1, 2, 3, 4]
+
+
 def test_seeded_reset_is_reproducible_and_match_index_counts():
     env = arschloch_env.env(rules="tavern", num_players=4)
     env.reset(seed=5)

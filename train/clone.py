@@ -158,6 +158,7 @@ def clone(teacher: str, rules: Rules | str, players: list[int], decisions: int, 
     data = collect(teacher, rules, players, decisions, seed, jobs, partner)
     log(f"{len(data)} decisions of {teacher} in {time.time() - started:.0f} s")
     mlp, agreement = fit(data, net_arch, activation, epochs, seed=seed, log=log)
+    mlp.rules = make_rules(rules, players[0]).to_dict()  # a run of other rules refuses it
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     mlp.save(out)

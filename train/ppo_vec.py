@@ -393,17 +393,20 @@ def setup(cfg: TrainConfig, league: League, steps: int):
 
 def policy_files(cfg: TrainConfig) -> tuple[str, ...]:
     """The policy files of ``vec.mix``, checked: they play in one batch with the learner's
-    snapshots, so they need its layer sizes and activation.
+    snapshots, so they need its layer sizes and activation, and where a file names the rules
+    it was made for (``arschloch clone`` writes them), rules that play as the run's.
 
     Raises:
-        ConfigError: a file that is missing, unreadable or of another shape.
+        ConfigError: a file that is missing, unreadable, of another shape or of other rules.
     """
+    from agents.bundle import play_difference
     from agents.mlp import MLP
     from arschloch_env.actions import ActionCodec
     from arschloch_env.observation import Layout
     from train.sb3_trainer import rules_for
 
-    order = rules_for(cfg).rank_order
+    run_rules = rules_for(cfg).to_dict()
+    order = run_rules["rank_order"]
     shapes = [tuple(x) for x in zip([*cfg.ppo.net_arch, ActionCodec(order).size],
                                     [Layout(len(order)).size, *cfg.ppo.net_arch])]
     files = tuple(k for k, share in cfg.vec.mix.items() if is_policy_file(k) and share > 0)
@@ -412,6 +415,10 @@ def policy_files(cfg: TrainConfig) -> tuple[str, ...]:
             mlp = MLP.load(path)
         except (OSError, KeyError, ValueError) as exc:
             raise ConfigError(f"vec.mix: policy file {path} cannot be read ({exc})") from None
+        difference = mlp.rules and play_difference(mlp.rules, run_rules)
+        if difference:
+            raise ConfigError(f"vec.mix: policy file {path} was made for other rules: "
+                              f"{difference}")
         theirs = [w.shape for w, _ in mlp.layers]
         if theirs != shapes or mlp.activation != cfg.ppo.activation:
             raise ConfigError(f"vec.mix: policy file {path} has layers {theirs} "
