@@ -93,6 +93,16 @@ class Game:
     def is_over(self) -> bool:
         return self.phase == OVER
 
+    def round_titles(self) -> list[str | None]:
+        """Per seat the title this round is played under: the previous round's, None in round
+        1. (``titles`` holds the newest titles, which after the last round are that round's.)"""
+        if self.round == 1:
+            return [None] * self.n
+        if self.phase != OVER:
+            return list(self.titles)
+        names = self.rules.titles_for()
+        return [names[p - 1] for p in self.round_places[-2]]
+
     @property
     def leading(self) -> bool:
         """The seat to act opens a trick (nothing lies on the table)."""

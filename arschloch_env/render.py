@@ -12,8 +12,9 @@ def render_text(game, seat: int | None = None, reveal: bool = False) -> str:
     order = game.rules.rank_order
     me = game.current if seat is None else seat
     lines = [f"{game.rules.preset}, {game.n} players, round {game.round}, phase {game.phase}"]
+    titles = game.round_titles()
     for s in range(game.n):
-        title = game.titles[s] if game.round > 1 else None
+        title = titles[s]
         flags = []
         if game.places[s] is not None:
             flags.append(f"out: place {game.places[s]}")

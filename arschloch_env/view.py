@@ -47,7 +47,7 @@ def public_view(game, seat: int) -> dict[str, Any]:
         "counts": list(game.sizes),
         "passed": list(game.passed),
         "places": list(game.places),
-        "titles": list(game.titles) if game.round > 1 else [None] * game.n,
+        "titles": game.round_titles(),
         "totals": list(game.totals),
         "round": game.round,
         "given": hand_cards(game.given[seat], order),

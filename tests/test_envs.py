@@ -135,14 +135,20 @@ def test_state_and_view():
         np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))
 
 
-def test_view_of_a_finished_match_keeps_to_the_contract():
-    env = short_env("culo", 4)
+@pytest.mark.parametrize("rounds", [1, 3])
+def test_view_of_a_finished_match_keeps_to_the_contract(rounds):
+    env = arschloch_env.env(rules="culo", num_players=4, rounds=rounds)
     play_random_episode(env, seed=2)
-    assert env.unwrapped.game.is_over
+    game = env.unwrapped.game
+    assert game.is_over and len(game.round_places) == rounds
+    names = game.rules.titles_for()
+    # the titles the last round was played under: the round before it, none in round 1
+    titles = [names[p - 1] for p in game.round_places[-2]] if rounds > 1 else [None] * 4
     for agent in env.possible_agents:
         view = env.view(agent)
         assert view["phase"] == "play" and view["legal"] == [] and view["to_give"] == 0
-        assert sorted(view["places"]) == [1, 2, 3, 4]
+        assert view["places"] == game.round_places[-1] and view["round"] == rounds
+        assert view["titles"] == titles
 
 
 def test_seeded_reset_is_reproducible_and_match_index_counts():
