@@ -17,9 +17,12 @@ want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "installing arschloch and its dependencies into $VENV (first run takes a few minutes)" >&2
   "$VENV/bin/python" -m pip install -q --upgrade pip
-  # CPU torch first, so that nothing below pulls a multi-GB CUDA build.
+  # CPU torch first, so that nothing below pulls a multi-GB CUDA build. On Linux, PyPI's torch
+  # is the CUDA build; PyTorch's CPU index offers the same release as 2.13.0+cpu, which pip
+  # prefers. Where that index cannot be reached, pip warns and takes torch from the usual ones.
   "$VENV/bin/python" -c 'import torch' 2>/dev/null || \
-    "$VENV/bin/python" -m pip install -q "${TORCH_SPEC:-torch==2.13.0}"
+    "$VENV/bin/python" -m pip install -q --retries 1 "${TORCH_SPEC:-torch==2.13.0}" \
+      --extra-index-url "${TORCH_INDEX:-https://download.pytorch.org/whl/cpu}"
   "$VENV/bin/python" -m pip install -q -e "$ROOT[train,dev]"
   echo "$want" > "$stamp"
 fi
