@@ -69,7 +69,8 @@ from train.config import ConfigError, TrainConfig
 from train.league import League
 from train.ppo_vec_io import init_checkpoint, load_checkpoint, load_state
 from train.ppo_vec_seats import (
-    CURRENT, LOGP_FLOOR, NEG, SnapshotPool, Table, bool_tensor, is_policy_file, sample_masked,
+    CURRENT, LOGP_FLOOR, NEG, SNAPSHOT, SnapshotPool, Table, bool_tensor, is_policy_file,
+    sample_masked, snapshot_actions,
 )
 
 
@@ -171,47 +172,52 @@ def critic_values(nets: Nets, x: np.ndarray, device) -> np.ndarray:
 
 def collect_rollout(tables: list[Table], nets: Nets, buf: Rollout, generator,
                     device) -> dict[str, Any]:
-    """Fills ``buf`` with ``T`` steps of every table; returns counts for the logs."""
+    """Fills ``buf`` with ``T`` steps of every table; returns counts for the logs.
+
+    Each step writes every table's rows into the buffer first and reads them from there, so
+    the learner's rows of all tables go through one forward, and so do the snapshots'."""
     T = buf.obs.shape[0]
+    ends = np.cumsum([table.B for table in tables])
+    cols = [slice(end - table.B, end) for table, end in zip(tables, ends)]
     illegal = 0
     for t in range(T):
-        start = 0
-        for table in tables:
-            B, cols = table.B, slice(start, start + table.B)
-            start += B
-            obs, mask, seat = table.obs, table.mask, table.seat
-            kind = table.acting_kind(seat)
-            trained = kind <= CURRENT
-            rows = np.flatnonzero(trained)
-            state = table.vg.state() if nets.critic_state else None
-            actions = np.zeros(B, np.int64)
-            value = np.zeros(B, np.float32)
-            logp = np.zeros(B, np.float32)
-            if len(rows):
-                a, lp, v = policy_act(nets, obs[rows], mask[rows],
-                                      None if state is None else state[rows], generator, device)
-                actions[rows], logp[rows], value[rows] = a, lp, v
-                illegal += int((mask[rows, a] == 0).sum())
-            illegal += table.opponent_actions(actions, seat, kind)
-            buf.obs[t, cols] = obs
-            if state is not None:
-                buf.state[t, cols] = state
-            buf.mask[t, cols] = mask
-            buf.action[t, cols], buf.logp[t, cols], buf.value[t, cols] = actions, logp, value
-            buf.seat[t, cols], buf.trained[t, cols] = seat, trained
-            rewards, done = table.step(actions)
-            buf.rewards[t, cols, :table.n] = rewards
-            buf.done[t, cols] = done
+        obs, mask, seat = buf.obs[t], buf.mask[t], buf.seat[t]
+        kind = np.empty(len(seat), np.int8)
+        which = np.empty(len(seat), np.int64)
+        for table, c in zip(tables, cols):
+            obs[c], mask[c], seat[c] = table.obs, table.mask, table.seat
+            kind[c], which[c] = table.acting_kind(seat[c]), table.snapshot_which(seat[c])
+            if nets.critic_state:
+                buf.state[t, c] = table.vg.state()
+        trained = kind <= CURRENT
+        actions = np.zeros(len(seat), np.int64)
+        value = np.zeros(len(seat), np.float32)
+        logp = np.zeros(len(seat), np.float32)
+        rows = np.flatnonzero(trained)
+        if len(rows):
+            critic_in = buf.state[t, rows] if nets.critic_state else None
+            actions[rows], logp[rows], value[rows] = policy_act(
+                nets, obs[rows], mask[rows], critic_in, generator, device)
+        snap = np.flatnonzero(kind == SNAPSHOT)
+        if len(snap):
+            actions[snap] = snapshot_actions(tables[0].pool, which[snap], obs[snap], mask[snap],
+                                             generator)
+        sampled = np.concatenate([rows, snap])
+        illegal += int((mask[sampled, actions[sampled]] == 0).sum())
+        for table, c in zip(tables, cols):
+            table.agent_actions(actions[c], seat[c], kind[c])
+        buf.action[t], buf.logp[t], buf.value[t], buf.trained[t] = actions, logp, value, trained
+        for table, c in zip(tables, cols):
+            rewards, done = table.step(actions[c])
+            buf.rewards[t, c, :table.n] = rewards
+            buf.done[t, c] = done
     # the seat to act next: its value bootstraps its last transition
-    start = 0
-    for table in tables:
-        cols = slice(start, start + table.B)
-        start += table.B
+    for table, c in zip(tables, cols):
         seat = table.seat
         trained = table.acting_kind(seat) <= CURRENT
         x = table.vg.state() if nets.critic_state else table.obs
-        buf.end_seat[cols] = np.where(trained, seat, -1)
-        buf.end_value[cols] = critic_values(nets, x, device)
+        buf.end_seat[c] = np.where(trained, seat, -1)
+        buf.end_value[c] = critic_values(nets, x, device)
     returns = np.concatenate([table.take_finished() for table in tables])
     seats: dict[str, int] = {}
     for table in tables:

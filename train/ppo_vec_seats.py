@@ -12,8 +12,9 @@ controller for every seat of every game, drawn again whenever a game starts a ne
 | ``SNAPSHOT`` | also a policy file (``.npz`` in the mix, e.g. from ``arschloch clone``): a member of the pool that never leaves it | no |
 | ``AGENT`` | any other agent spec (``greedy``, ``expert``, a bundle ...) at Python speed | no |
 
-The trainer asks the learner's actor for the ``LEARNER``/``CURRENT`` rows itself and then
-:meth:`Table.opponent_actions` fills in the rest.
+The trainer asks the learner's actor for the ``LEARNER``/``CURRENT`` rows and the pool for the
+``SNAPSHOT`` rows (:func:`snapshot_actions`), each in one batch over every table; then
+:meth:`Table.agent_actions` fills in the rest.
 
 **Agent seats.** Agent seats are grouped into whole games: a share ``a`` of the games (``a``
 = the summed share of the agent specs in the mix) seat agents in every opponent seat, the
@@ -144,6 +145,18 @@ class SnapshotPool:
         return x.reshape(G * M, -1).index_select(0, flat)
 
 
+def snapshot_actions(pool: SnapshotPool, which: np.ndarray, obs: np.ndarray, mask: np.ndarray,
+                     generator) -> np.ndarray:
+    """Samples the action of snapshot ``which[i]`` for observation ``obs[i]``, legal under
+    ``mask[i]``, in one batched forward."""
+    import torch
+
+    with torch.inference_mode():
+        logits = pool.logits(which, obs)
+        actions, _ = sample_masked(logits, bool_tensor(mask).to(logits.device), generator)
+    return actions.cpu().numpy()
+
+
 class Table:
     """One VectorGame and the controllers of its seats (see the module docstring).
 
@@ -261,22 +274,15 @@ class Table:
     def acting_kind(self, seat: np.ndarray) -> np.ndarray:
         return self.kind[np.arange(self.B), seat]
 
-    def opponent_actions(self, actions: np.ndarray, seat: np.ndarray, kind: np.ndarray) -> int:
-        """Fills ``actions`` for the rows whose seat is not the learner's (``kind`` of the seat
-        to act per game); returns how many of the snapshots' actions were illegal (0: masking
-        makes them impossible)."""
-        import torch
+    def snapshot_which(self, seat: np.ndarray) -> np.ndarray:
+        """int64 [B]: the pool index of the seat to act in each game (meaningful in its
+        ``SNAPSHOT`` rows)."""
+        return self.which[np.arange(self.B), seat]
 
-        illegal = 0
-        snap_rows = np.flatnonzero(kind == SNAPSHOT)
-        if len(snap_rows):
-            with torch.inference_mode():
-                logits = self.pool.logits(self.which[snap_rows, seat[snap_rows]],
-                                          self.obs[snap_rows])
-                a, _ = sample_masked(logits, bool_tensor(self.mask[snap_rows]).to(logits.device),
-                                     self.generator)
-            actions[snap_rows] = a.cpu().numpy()
-            illegal += int((self.mask[snap_rows, actions[snap_rows]] == 0).sum())
+    def agent_actions(self, actions: np.ndarray, seat: np.ndarray, kind: np.ndarray) -> None:
+        """Fills ``actions`` for the ``RANDOM`` and ``AGENT`` rows (``kind`` of the seat to
+        act per game); the trainer fills the learner's and the snapshots' rows, batched over
+        every table."""
         rand_rows = np.flatnonzero(kind == RANDOM)
         if len(rand_rows):
             actions[rand_rows] = self.vg.sample_actions()[rand_rows]
@@ -287,7 +293,6 @@ class Table:
             view = public_view(self.mirrors[g], s) if getattr(agent, "uses_view", True) else None
             actions[g] = agent.act({"observation": self.obs[g], "action_mask": self.mask[g]},
                                    view)
-        return illegal
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Steps the games (and the mirrors), re-seats the games whose match ended; returns
@@ -331,4 +336,5 @@ class Table:
 
 
 __all__ = ["AGENT", "CURRENT", "LEARNER", "RANDOM", "SNAPSHOT", "SnapshotPool",
-           "LOGP_FLOOR", "NEG", "Table", "bool_tensor", "is_policy_file", "sample_masked"]
+           "LOGP_FLOOR", "NEG", "Table", "bool_tensor", "is_policy_file", "sample_masked",
+           "snapshot_actions"]
