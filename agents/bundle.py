@@ -130,6 +130,10 @@ class BundleAgent:
         self.name = self.manifest.get("name", self.path.name)
         self.input_size = sum(int(np.prod(shape)) for _, shape in
                               self.manifest["observation"]["layout"])
+        # what this kit's observation of the bundle's deck holds: a bundle of an earlier
+        # layout version reads its leading part
+        self.observation_size = Layout(len(self.manifest["rules"]["rank_order"])).size
+        self.num_actions = int(self.manifest["actions"]["size"])
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
@@ -161,8 +165,20 @@ class BundleAgent:
         check_rules(self.manifest, rules, where=f"bundle {str(self.path)!r}")
 
     def policy(self, observations: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(actions [N], logits [N, A]) for a batch of observations and masks."""
+        """(actions [N], logits [N, A]) for a batch of observations and masks.
+
+        Raises:
+            BundleError: observations or masks of another deck than the bundle's (their sizes
+                differ): a bundle is made for one rank order.
+        """
         x = np.asarray(observations, np.float32)
+        width = x.shape[-1] if x.ndim else 0
+        actions = np.shape(masks)[-1] if np.ndim(masks) else 0
+        if (width, actions) != (self.observation_size, self.num_actions):
+            raise BundleError(
+                f"bundle {str(self.path)!r}: given observations of {width} values and masks of "
+                f"{actions} actions; it plays {self.observation_size} and {self.num_actions} "
+                f"(the deck of rank order {''.join(self.manifest['rules']['rank_order'])})")
         x = np.ascontiguousarray(x.reshape(-1, x.shape[-1])[:, :self.input_size])
         action, logits = self.session.run(["action", "logits"], {
             "observation": x,

@@ -75,3 +75,20 @@ def test_evaluation_script_writes_tables_and_goals(tmp_path):
     sha = json.loads((bot / "manifest.json").read_text())["policy"]["sha256"]
     key = json.loads((out / f"4p_{bot.name}_vs_expert" / "key.json").read_text())
     assert key["candidate"] == sha and key["deals"] == 4
+
+
+def test_bundle_act_refuses_an_observation_of_another_deck():
+    from agents.bundle import BundleError, load_bundle
+    from arschloch_env.engine import Game
+    from arschloch_env.observation import Encoder
+    from arschloch_env.rules import make_rules
+
+    culo = load_bundle(ROOT / "bots" / "ppo_vec_culo_expert")
+    game = Game(make_rules("tavern", 4), seed=1)
+    observation = Encoder(game.R).observation(game, game.current)  # 593 values, 79 actions
+    with pytest.raises(BundleError, match="given observations of 593 values and masks of 79 "
+                                          "actions; it plays 413 and 49"):
+        culo.act(observation, None)  # without reset(), which checks the rules themselves
+    game = Game(make_rules("culo", 4), seed=1)
+    assert culo.act(Encoder(game.R).observation(game, game.current), None) in \
+        game.legal_actions()
