@@ -29,7 +29,13 @@ only legal action by itself (those passes still appear in the game record).
 `reset()` starts the next match of a series: k counts the matches since the series began, and
 under `first_leader: rotate` seat k mod n leads round 1. `reset(seed=s)` begins a new series at
 k = 0, so that a seed always gives the same match; to go on rotating while seeding each match,
-pass `options={"match_index": k}`. `SingleSeatEnv` counts the same way.
+pass `options={"match_index": k}` (an int >= 0). `SingleSeatEnv` counts the same way.
+`options={"agents": {"player_0": "random", ...}}` names the agents in the game record. Other
+option keys are ignored with a warning here and refused by `SingleSeatEnv` (which takes
+`match_index` only).
+
+With `record_path`, every match is written as a game record, finalised by `close()`; a closed
+environment then refuses to play on rather than write into the finished file.
 
 ### Observation
 
@@ -112,6 +118,9 @@ from arschloch_env.rules import Rules, make_rules
 from arschloch_env.view import public_view
 
 REWARD_MODES = ("place", "points")
+# Reset options of the AEC env, with the values each takes.
+RESET_OPTIONS = {"match_index": "an int >= 0",
+                 "agents": "a dict of player name to agent spec (str) for the game record"}
 
 
 def env(**kwargs: Any) -> "raw_env":
@@ -125,6 +134,41 @@ def _next_match_index(current: int, seed: int | None, options: dict | None) -> i
     if options and "match_index" in options:
         return int(options["match_index"])
     return 0 if seed is not None else current + 1
+
+
+def _is_int(value: Any) -> bool:
+    """A Python or NumPy integer, but not a bool (``True`` is an int to Python)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _check_options_type(options: Any) -> None:
+    if options is not None and not isinstance(options, dict):
+        raise TypeError(f"reset options must be a dict or None, not {type(options).__name__}")
+
+
+def _unknown_options_message(options: dict, allowed: dict[str, str]) -> str | None:
+    unknown = [k for k in options if k not in allowed]
+    if not unknown:
+        return None
+    return (f"unknown reset option {unknown[0]!r}; allowed: "
+            + "; ".join(f"{k!r} ({v})" for k, v in allowed.items()))
+
+
+def _check_match_index(options: dict) -> None:
+    if "match_index" not in options:
+        return
+    k = options["match_index"]
+    if not (_is_int(k) and k >= 0):
+        raise ValueError(f"reset option 'match_index' {k!r} is not a match number; allowed: "
+                         f"an int >= 0")
+
+
+def _refuse_if_closed(writer: RecordWriter | None, closed: bool) -> None:
+    # close() finalised the record: the next match end would write into a closed file, and
+    # reopening the record would replace the matches already in it.
+    if closed:
+        raise RuntimeError(f"the environment was closed, which finalised its game record "
+                           f"{str(writer.path)!r}; make a new environment to play more matches")
 
 
 def place_reward(place: int, n: int) -> float:
@@ -158,12 +202,14 @@ class raw_env(AECEnv):
         if reward not in REWARD_MODES:
             raise ValueError(f"reward {reward!r} is not supported; allowed: "
                              f"{', '.join(REWARD_MODES)}")
+        if not isinstance(auto_pass, (bool, np.bool_)):
+            raise ValueError(f"auto_pass {auto_pass!r} is not a bool; allowed: True, False")
         if num_players is None and not isinstance(rules, (Rules, dict)):
             num_players = 4
         self.rules = make_rules(rules, num_players, **overrides)
         self.render_mode = render_mode
         self.reward_mode = reward
-        self.auto_pass = auto_pass
+        self.auto_pass = bool(auto_pass)
         n = self.rules.num_players
         self.possible_agents = [f"player_{i}" for i in range(n)]
         self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
@@ -183,16 +229,19 @@ class raw_env(AECEnv):
         self.match_index = -1
         self.game: Game | None = None
         self._writer = RecordWriter(record_path) if record_path else None
+        self._closed = False
 
     # -- PettingZoo API -----------------------------------------------------------------------
 
     def observation_space(self, agent: str) -> spaces.Space:
-        return self.observation_spaces[agent]
+        return self.observation_spaces[self._known_agent(agent)]
 
     def action_space(self, agent: str) -> spaces.Space:
-        return self.action_spaces[agent]
+        return self.action_spaces[self._known_agent(agent)]
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        _refuse_if_closed(self._writer, self._closed)
+        self._check_options(options)
         if seed is not None:
             self._seeder = np.random.default_rng(seed)
         self.match_index = _next_match_index(self.match_index, seed, options)
@@ -213,18 +262,25 @@ class raw_env(AECEnv):
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         self._require_reset()
-        return self.encoder.observation(self.game, self.agent_name_mapping[agent])
+        return self.encoder.observation(self.game, self._seat_of(agent))
 
     def state(self) -> np.ndarray:
         self._require_reset()
         return self.encoder.state(self.game, self.agent_name_mapping[self.agent_selection])
 
+    def last(self, observe: bool = True):
+        self._require_reset()
+        self._require_agents_left()
+        return super().last(observe)
+
     def step(self, action) -> None:
         self._require_reset()
+        self._require_agents_left()
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
+        _refuse_if_closed(self._writer, self._closed)
         g = self.game
         g.step(action)
         self._cumulative_rewards[agent] = 0.0
@@ -264,17 +320,62 @@ class raw_env(AECEnv):
         return text
 
     def close(self) -> None:
+        """Finalises the game record; an environment with ``record_path`` then plays no more."""
         if self._writer is not None:
             self._writer.close()
+            self._closed = True
 
     # -- extras -------------------------------------------------------------------------------
 
     def view(self, agent: str | None = None) -> dict[str, Any]:
         """The public view (INTERFACES.md) of ``agent``, default the agent to act."""
         self._require_reset()
-        seat = self.agent_name_mapping[agent or self.agent_selection]
+        seat = self._seat_of(self.agent_selection if agent is None else agent)
         return public_view(self.game, seat)
 
     def _require_reset(self) -> None:
         if self.game is None:
             raise RuntimeError("call reset() before using the environment")
+
+    def _require_agents_left(self) -> None:
+        # Every agent was stepped out with step(None) after the match end (the agent_iter()
+        # loop does that), so there is no agent left to act or to report on.
+        if not self.agents:
+            raise RuntimeError("the match is over and every agent has left: call reset() to "
+                               "start the next match")
+
+    def _seat_of(self, agent: Any) -> int:
+        try:
+            return self.agent_name_mapping[agent]
+        except (KeyError, TypeError):
+            raise ValueError(f"unknown agent {agent!r}; agents: {self.possible_agents[0]}.."
+                             f"{self.possible_agents[-1]}") from None
+
+    def _known_agent(self, agent: Any) -> str:
+        return self.possible_agents[self._seat_of(agent)]
+
+    def _check_options(self, options: Any) -> None:
+        """Refuses bad reset options before the reset changes anything."""
+        _check_options_type(options)
+        if not options:
+            return
+        unknown = _unknown_options_message(options, RESET_OPTIONS)
+        if unknown:
+            import gymnasium
+            # A warning, not an error: PettingZoo's api_test checks the signature of reset()
+            # with a made-up option.
+            gymnasium.logger.warn(unknown)
+        _check_match_index(options)
+        self._check_agents_option(options)
+
+    def _check_agents_option(self, options: dict) -> None:
+        labels = options.get("agents")
+        if labels is None:
+            return
+        if not (isinstance(labels, dict) and all(isinstance(v, str) for v in labels.values())):
+            raise ValueError(f"reset option 'agents' {labels!r}; allowed: "
+                             f"{RESET_OPTIONS['agents']}")
+        unknown = [name for name in labels if name not in self.agent_name_mapping]
+        if unknown:
+            raise ValueError(f"reset option 'agents' names unknown agent {unknown[0]!r}; "
+                             f"agents: {self.possible_agents[0]}..{self.possible_agents[-1]}")

@@ -14,6 +14,7 @@ as the rules say: nothing changes, the same seat acts again, and the step return
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -21,15 +22,19 @@ import numpy as np
 from gymnasium import spaces
 
 from arschloch_env.arschloch import (
-    REWARD_MODES, _next_match_index, observation_bounds, place_reward,
+    REWARD_MODES, RESET_OPTIONS, _check_match_index, _check_options_type, _is_int,
+    _next_match_index, _refuse_if_closed, _unknown_options_message, observation_bounds,
+    place_reward,
 )
-from arschloch_env.engine import Game, IllegalActionError
+from arschloch_env.engine import Game, IllegalActionError, player_name
 from arschloch_env.observation import Encoder
 from arschloch_env.records import RecordWriter
 from arschloch_env.render import render_text
 from arschloch_env.rules import Rules, make_rules
 
 OpponentSampler = Callable[[np.random.Generator, int], list]
+# The game record names no agents here, so of the AEC env's reset options only this one.
+SINGLE_RESET_OPTIONS = {"match_index": RESET_OPTIONS["match_index"]}
 
 
 class SingleSeatEnv(gym.Env):
@@ -59,7 +64,7 @@ class SingleSeatEnv(gym.Env):
             num_players = 4
         self.rules = make_rules(rules, num_players, **overrides)
         n = self.rules.num_players
-        if seat is not None and not (isinstance(seat, int) and 0 <= seat < n):
+        if seat is not None and not (_is_int(seat) and 0 <= seat < n):
             raise ValueError(f"seat {seat!r} is not a seat of a {n}-player table (0..{n - 1} "
                              f"or None for a random seat)")
         if reward not in REWARD_MODES:
@@ -68,10 +73,10 @@ class SingleSeatEnv(gym.Env):
             raise ValueError(f"on_illegal {on_illegal!r}; allowed: penalty, raise")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode {render_mode!r}; allowed: None, ansi, human")
-        self.fixed_seat = seat
+        self.fixed_seat = None if seat is None else int(seat)
         self.reward_mode = reward
         self.on_illegal = on_illegal
-        self.illegal_penalty = float(illegal_penalty)
+        self.illegal_penalty = _finite_reward("illegal_penalty", illegal_penalty)
         self.render_mode = render_mode
         self.opponent_sampler = opponent_sampler
         if opponent_sampler is None:
@@ -91,8 +96,12 @@ class SingleSeatEnv(gym.Env):
         self.seat = 0
         self.illegal_count = 0
         self._writer = RecordWriter(record_path) if record_path else None
+        self._closed = False
+        self._opponent_error: str | None = None
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        _refuse_if_closed(self._writer, self._closed)
+        _check_options(options)
         super().reset(seed=seed)
         from agents.runner import reset_agents
         n = self.rules.num_players
@@ -109,7 +118,10 @@ class SingleSeatEnv(gym.Env):
         self.seat_agents = {(self.seat + 1 + i) % n: a for i, a in enumerate(self.opponents)}
         reset_agents([self.seat_agents.get(s) for s in range(n)], self.rules.to_dict(),
                      game_seed)
+        self._opponent_error = None
         reward = self._play_opponents()
+        if self.render_mode == "human":
+            self.render()
         return self._obs(), {"action_mask": self.action_masks(), "seat": self.seat,
                              "reward_before_first_move": reward}
 
@@ -119,6 +131,8 @@ class SingleSeatEnv(gym.Env):
         g = self.game
         if g.is_over:
             raise RuntimeError("the match is over; call reset()")
+        _refuse_if_closed(self._writer, self._closed)
+        self._require_learner_to_act()
         try:
             g.step(action)
         except IllegalActionError:
@@ -148,6 +162,7 @@ class SingleSeatEnv(gym.Env):
         g = self.game
         if g is None or g.is_over:
             return np.zeros(self.num_actions, dtype=bool)
+        self._require_learner_to_act()
         return g.legal_mask().astype(bool)
 
     def render(self) -> str | None:
@@ -160,8 +175,10 @@ class SingleSeatEnv(gym.Env):
         return text
 
     def close(self) -> None:
+        """Finalises the game record; an env with ``record_path`` then plays no more."""
         if self._writer is not None:
             self._writer.close()
+            self._closed = True
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -180,6 +197,40 @@ class SingleSeatEnv(gym.Env):
         from agents.runner import agent_step
         g, reward = self.game, 0.0
         while not g.is_over and g.current != self.seat:
-            agent_step(self.seat_agents[g.current], g, self.encoder)
+            try:
+                agent_step(self.seat_agents[g.current], g, self.encoder)
+            except BaseException as exc:
+                self._opponent_error = f"{type(exc).__name__}: {exc}"
+                raise
             reward += self._learner_reward()
         return reward
+
+    def _require_learner_to_act(self) -> None:
+        """Refuses to go on after an opponent failed: its seat is still to act, and an action
+        or a mask now would be that opponent's, not the learner's."""
+        g = self.game
+        if g is not None and not g.is_over and g.current != self.seat:
+            raise RuntimeError(
+                f"the episode was broken by the error of the opponent in "
+                f"{player_name(g.current)} ({self._opponent_error or 'see the earlier error'}); "
+                f"call reset() to start a new episode")
+
+
+def _finite_reward(name: str, value: Any) -> float:
+    is_number = (isinstance(value, (int, float, np.integer, np.floating))
+                 and not isinstance(value, bool))
+    if not (is_number and math.isfinite(value)):
+        raise ValueError(f"{name} {value!r} is not a reward; allowed: a finite number "
+                         f"such as -0.1")
+    return float(value)
+
+
+def _check_options(options: Any) -> None:
+    """Refuses bad reset options before the reset changes anything."""
+    _check_options_type(options)
+    if not options:
+        return
+    unknown = _unknown_options_message(options, SINGLE_RESET_OPTIONS)
+    if unknown:
+        raise ValueError(unknown)
+    _check_match_index(options)

@@ -25,6 +25,8 @@ def _quiet_space_warnings():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Observation space for each agent")
         warnings.filterwarnings("ignore", message="Observation is not a NumPy array")
+        # api_test calls reset(options={"options": 1}) to check the signature of reset().
+        warnings.filterwarnings("ignore", message=".*unknown reset option 'options'")
         yield
 
 
@@ -377,3 +379,190 @@ def test_gymnasium_registry_free_construction():
         obs, info = env_reset_passive_checker(env, seed=0)
     assert obs.shape == (593,) and isinstance(info, dict)
     assert isinstance(env.observation_space, gymnasium.spaces.Box)
+
+
+# -- robustness ------------------------------------------------------------------------------------
+
+def _failing_opponent(fail_on_call):
+    calls = []
+
+    def opponent(observation, view):
+        calls.append(view["seat"])
+        if len(calls) == fail_on_call:
+            return 999
+        return int(np.flatnonzero(observation["action_mask"])[0])
+    return opponent
+
+
+def _first_legal(env):
+    return int(np.flatnonzero(env.action_masks())[0])
+
+
+def test_single_seat_refuses_to_move_for_an_opponent_that_failed():
+    from agents.runner import AgentError
+    env = SingleSeatEnv(rules="culo", num_players=4, seat=0, opponents=_failing_opponent(8))
+    env.reset(seed=0)
+    with pytest.raises(AgentError, match="999"):
+        for _ in range(20):
+            env.step(_first_legal(env))
+    stuck = env.game.current
+    assert stuck != 0
+    hands = [h[:] for h in env.game.hands]
+    for call in (lambda: env.step(0), env.action_masks):
+        with pytest.raises(RuntimeError, match=r"broken by the error of the opponent in "
+                                               rf"player_{stuck} \(AgentError.*reset\(\)"):
+            call()
+    # Nothing was played for the opponent's seat.
+    assert env.game.current == stuck and [h[:] for h in env.game.hands] == hands
+    env.reset(seed=1)
+    assert env.game.current == 0 and env.action_masks().any()
+
+
+def test_single_seat_refuses_to_go_on_after_an_opponent_failed_in_reset():
+    from agents.runner import AgentError
+    env = SingleSeatEnv(rules="culo", num_players=4, seat=0, opponents=_failing_opponent(1))
+    with pytest.raises(AgentError):
+        env.reset(seed=0)
+    with pytest.raises(RuntimeError, match="broken by the error of the opponent"):
+        env.step(0)
+
+
+def test_aec_after_every_agent_left_and_unknown_agents_clear_errors():
+    env = arschloch_env.env(rules="culo", num_players=4, rounds=1)
+    play_random_episode(env, seed=0)
+    assert env.agents == []
+    for call in (lambda: env.step(None), lambda: env.step(0), env.last):
+        with pytest.raises(RuntimeError, match=r"match is over.*call reset\(\)"):
+            call()
+    for call in (lambda: env.observe("player_9"), lambda: env.view("bob"),
+                 lambda: env.observation_space("player_4"), lambda: env.action_space(["x"])):
+        with pytest.raises(ValueError, match=r"unknown agent .*; agents: player_0..player_3"):
+            call()
+    env.reset(seed=0)
+    assert env.last()[0]["action_mask"].any()
+
+
+def test_submodules_are_attributes_in_a_fresh_interpreter():
+    import subprocess
+    import sys
+    code = ("import pydoc, sys, arschloch_env\n"
+            "assert 'pettingzoo' not in sys.modules\n"
+            "assert arschloch_env.observation.Encoder\n"
+            "assert 'pettingzoo' not in sys.modules\n"
+            "pydoc.render_doc(arschloch_env.arschloch)\n"
+            "assert arschloch_env.single.SingleSeatEnv is arschloch_env.SingleSeatEnv\n"
+            "for name in ('nothing', '_private', 'a.b'):\n"
+            "    try:\n"
+            "        getattr(arschloch_env, name)\n"
+            "    except AttributeError:\n"
+            "        pass\n"
+            "    else:\n"
+            "        raise SystemExit(name)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_single_seat_accepts_numpy_seats_and_refuses_bools():
+    env = SingleSeatEnv(rules="culo", num_players=4, seat=np.int64(1))
+    assert env.reset(seed=0)[1]["seat"] == 1 and type(env.seat) is int
+    for bad in (True, np.bool_(False), 1.0):
+        with pytest.raises(ValueError, match="is not a seat of a 4-player table"):
+            SingleSeatEnv(rules="culo", num_players=4, seat=bad)
+
+
+def test_single_seat_human_render_prints_on_reset_as_the_aec_env(capsys):
+    for make in (lambda: SingleSeatEnv(rules="culo", num_players=3, render_mode="human"),
+                 lambda: arschloch_env.env(rules="culo", num_players=3, render_mode="human")):
+        make().reset(seed=0)
+        assert "culo, 3 players" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("bad", ["x", None, True, float("nan"), float("inf")])
+def test_single_seat_bad_illegal_penalty_is_named(bad):
+    with pytest.raises(ValueError, match=r"illegal_penalty .* is not a reward; allowed: a "
+                                         r"finite number"):
+        SingleSeatEnv(illegal_penalty=bad)
+    assert SingleSeatEnv(illegal_penalty=np.float32(-1)).illegal_penalty == -1.0
+
+
+def _play_aec_match(env, seed):
+    env.reset(seed=seed)
+    for _ in env.agent_iter():
+        obs, _, term, trunc, _ = env.last()
+        env.step(None if term or trunc else int(np.flatnonzero(obs["action_mask"])[0]))
+
+
+def _play_single_match(env, seed):
+    env.reset(seed=seed)
+    done = False
+    while not done:
+        done = env.step(_first_legal(env))[2]
+
+
+@pytest.mark.parametrize("make,play", [
+    (lambda path: arschloch_env.env(rules="culo", num_players=4, rounds=1, record_path=path),
+     _play_aec_match),
+    (lambda path: SingleSeatEnv(rules="culo", num_players=4, rounds=1, record_path=path),
+     _play_single_match),
+])
+def test_closed_env_with_a_record_refuses_to_play_on(tmp_path, make, play):
+    from arschloch_env.records import read_matches
+    path = tmp_path / "rec.jsonl"
+    env = make(str(path))
+    play(env, 0)
+    env.reset(seed=1)
+    env.close()
+    assert len(list(read_matches(path))) == 1
+    with pytest.raises(RuntimeError, match=r"closed, which finalised its game record .*rec"):
+        env.step(0)
+    with pytest.raises(RuntimeError, match="make a new environment"):
+        env.reset()
+    assert len(list(read_matches(path))) == 1
+    # Without a record there is nothing to finalise, and close() ends nothing.
+    env = make(None)
+    env.close()
+    play(env, 0)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: arschloch_env.env(rules="tavern", num_players=4),
+    lambda: SingleSeatEnv(rules="tavern", num_players=4),
+])
+@pytest.mark.parametrize("options", [
+    {"match_index": -3}, {"match_index": "a"}, {"match_index": True}, {"match_index": 1.0},
+])
+def test_bad_reset_options_are_named_and_change_nothing(make, options):
+    env = make()
+    env.reset(seed=0)
+    game = env.unwrapped.game
+    with pytest.raises(ValueError, match=r"reset option 'match_index' .* allowed: an int >= 0"):
+        env.reset(options=options)
+    assert env.unwrapped.game is game and env.unwrapped.match_index == 0
+    with pytest.raises(TypeError, match="options must be a dict or None, not list"):
+        env.reset(options=["match_index"])
+    env.reset(options={"match_index": np.int64(3)})
+    assert env.unwrapped.match_index == 3 and env.unwrapped.game.leader == 3
+
+
+def test_misspelled_reset_option_is_not_silent():
+    env = SingleSeatEnv(rules="culo", num_players=4)
+    with pytest.raises(ValueError, match=r"unknown reset option 'match_idx'; allowed: "
+                                         r"'match_index'"):
+        env.reset(options={"match_idx": 2})
+    assert env.game is None
+    aec = arschloch_env.env(rules="culo", num_players=4)
+    with pytest.warns(UserWarning, match=r"unknown reset option 'match_idx'; allowed: "
+                                         r"'match_index' .*'agents'"):
+        aec.reset(options={"match_idx": 2})
+    for agents, words in (({"bob": "random"}, "names unknown agent 'bob'"),
+                          ({"player_1": 3}, "agent spec")):
+        with pytest.raises(ValueError, match=words):
+            aec.reset(options={"agents": agents})
+
+
+def test_auto_pass_must_be_a_bool():
+    for bad in ("no", 0, None):
+        with pytest.raises(ValueError, match=r"auto_pass .* is not a bool; allowed: True, "
+                                             r"False"):
+            arschloch_env.env(auto_pass=bad)
+    assert arschloch_env.env(auto_pass=np.bool_(False)).auto_pass is False
