@@ -17,9 +17,15 @@ MaskablePPO("MlpPolicy", env, n_steps=64).learn(100_000)
 
 The learner holds ``seat`` in every game, or with ``seat=None`` a seat drawn per match and
 game. The other seats are played by ``opponent``: ``"random"`` (uniform legal moves, drawn in
-the kernels) or a callable ``opponent(obs, mask) -> actions`` on batches (float32 [k, D], int8
-[k, A] -> ints [k]) of the games where an opponent is to act, e.g. a frozen policy. Forced
-passes are applied by the engine, so every observation returned is a real decision.
+the kernels), a callable ``opponent(obs, mask) -> actions`` on batches (float32 [k, D], int8
+[k, A] -> ints [k]) of the games where an opponent is to act, e.g. a frozen policy, or an agent
+(an object with ``act``, or its spec: a built-in name, a bundle path, ``package.module:Class``)
+that decides on the observation alone (``uses_view = False``: ``greedy``, bundles; one object
+plays every opponent seat, so it must keep no state between moves). A bundle plays its whole
+batch in one call; other agents are asked row by row. Agents that read the public view
+(``expert``, ``mc``) need a reference game per table, which the batched engine does not keep:
+``arschloch train`` with ``algo: ppo-vec`` seats them (``vec.mix``). Forced passes are applied
+by the engine, so every observation returned is a real decision.
 
 A step applies the learner's actions, then lets the opponents move in every game until the
 learner is to act again. ``rewards[i]`` sums the learner's rewards in between. When game
@@ -48,13 +54,48 @@ from arschloch_env.vector import VectorGame
 Opponent = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
+def batched_opponent(opponent: Any, rules: Rules) -> str | Opponent:
+    """``"random"``, or a batched callable for ``opponent`` (see the module docstring).
+
+    Raises:
+        ValueError: an unknown spec, an agent that reads the public view, or one that does
+            not play these rules.
+    """
+    if isinstance(opponent, str) and opponent == "random":
+        return opponent
+    if callable(opponent) and not hasattr(opponent, "act"):
+        return opponent
+    from agents.base import AgentSpecError, make_agent
+
+    try:
+        agent = make_agent(opponent) if isinstance(opponent, str) else opponent
+    except AgentSpecError as exc:
+        raise ValueError(f"opponent: {exc}") from None
+    if not callable(getattr(agent, "act", None)):
+        raise ValueError(f"opponent {opponent!r}: expected 'random', a callable (obs, mask) -> "
+                         f"actions, or an agent (spec)")
+    if getattr(agent, "uses_view", True):
+        raise ValueError(f"opponent {opponent!r} reads the public view, which the batched "
+                         f"engine does not build; allowed here: agents that play on the "
+                         f"observation alone (random, greedy, bundles), or a batched callable. "
+                         f"arschloch train (algo ppo-vec, vec.mix) seats any agent")
+    if callable(getattr(agent, "reset", None)):
+        agent.reset(rules.to_dict(), 0, None)  # a bundle refuses rules it was not made for
+    if callable(getattr(agent, "policy", None)):  # a bundle: the whole batch at once
+        return lambda obs, mask: agent.policy(obs, mask)[0]
+    return lambda obs, mask: np.array(
+        [agent.act({"observation": o, "action_mask": m}, None) for o, m in zip(obs, mask)],
+        np.int64)
+
+
 class ArschlochVecEnv(VecEnv):
     """Args:
         rules, num_players, **overrides: the rules (see :class:`VectorGame`).
         num_envs: games stepped together.
         seed: seeds the games (as ``VectorGame``) and the seat draws.
         seat: the learner's seat in every game, or ``None`` for a seat drawn per match.
-        opponent: ``"random"`` or a batched callable ``(obs, mask) -> actions``.
+        opponent: ``"random"``, a batched callable ``(obs, mask) -> actions``, or an agent
+            (or agent spec) that plays without the public view.
         reward: ``"place"`` or ``"points"``.
         threads, record_path, record_games: passed to :class:`VectorGame`.
     """
@@ -74,12 +115,9 @@ class ArschlochVecEnv(VecEnv):
         if seat is not None and not (isinstance(seat, int) and 0 <= seat < n):
             raise ValueError(f"seat {seat!r} is not a seat of a {n}-player table (0..{n - 1} "
                              f"or None for a seat drawn per match)")
-        if not (opponent == "random" or callable(opponent)):
-            raise ValueError(f"opponent {opponent!r}: expected 'random' or a callable "
-                             f"(obs, mask) -> actions")
         self.rules = self.game.rules
         self.fixed_seat = seat
-        self.opponent = opponent
+        self.opponent = batched_opponent(opponent, self.rules)
         self._seat_rng = np.random.default_rng(seed)
         self._next_seed = None
         self._actions: np.ndarray | None = None

@@ -11,6 +11,8 @@ The first use compiles the numba kernels (cached in ``__pycache__`` afterwards).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -410,6 +412,31 @@ def test_vec_env_batched_opponent_and_maskable_ppo():
     assert calls and max(calls) <= 8
     with pytest.raises(ValueError, match="seat 4"):
         ArschlochVecEnv("culo", 4, num_envs=2, seat=4)
+
+
+def test_vec_env_takes_agents_that_play_on_the_observation():
+    from agents.base import make_agent
+    from agents.bundle import BundleError
+    from arschloch_env.vector_env import ArschlochVecEnv, batched_opponent
+    from arschloch_env.rules import make_rules
+
+    env = ArschlochVecEnv("culo", 4, num_envs=8, seed=2, seat=0, opponent="greedy")
+    obs, mask = env.game.reset(seed=5)
+    greedy = make_agent("greedy")
+    expected = [greedy.act({"observation": o, "action_mask": m}, None) for o, m in zip(obs, mask)]
+    assert env.opponent(obs, mask).tolist() == expected
+    env.reset()
+    for _ in range(30):  # whole matches against greedy
+        env.step(env.action_masks().argmax(axis=1))
+    bundle = str(Path(__file__).resolve().parents[1] / "bots" / "ppo_vec_culo_expert")
+    play = batched_opponent(bundle, make_rules("culo", 4))
+    assert play(obs, mask).tolist() == make_agent(bundle).policy(obs, mask)[0].tolist()
+    with pytest.raises(BundleError, match="preset"):
+        ArschlochVecEnv("tavern", 4, num_envs=2, opponent=bundle)
+    with pytest.raises(ValueError, match="'expert' reads the public view"):
+        ArschlochVecEnv("culo", 4, num_envs=2, opponent="expert")
+    with pytest.raises(ValueError, match="opponent: unknown agent spec"):
+        ArschlochVecEnv("culo", 4, num_envs=2, opponent="greedyy")
 
 
 def test_vec_env_skips_a_match_without_a_learner_decision():
