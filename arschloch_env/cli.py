@@ -23,6 +23,14 @@ class CliError(Exception):
     """A user error: printed as one line, exit status 2."""
 
 
+EXIT_INTERRUPTED = 130
+"""The exit status after Ctrl-C: 128 + SIGINT, as a shell reports a process it stopped."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C, with what it left and how to go on: printed as one line, exit status 130."""
+
+
 def add_rules_args(p: argparse.ArgumentParser, players: bool = True,
                    players_default: str = "4, or with more than one --bots one seat for each "
                                           "and one for you") -> None:
@@ -309,6 +317,13 @@ def main(argv: list[str] | None = None) -> int:
     except (AgentError, IllegalActionError) as exc:
         print(f"arschloch {args.command}: {exc}", file=sys.stderr)
         return 1
+    except Interrupted as exc:
+        print(f"arschloch {args.command}: {exc}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        # A command that has more to say (what was kept, how to go on) raises Interrupted.
+        print(f"arschloch {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
 

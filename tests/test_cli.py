@@ -312,3 +312,27 @@ def test_module_entry_point_matches_script():
     res = subprocess.run([sys.executable, "-m", "arschloch_env.cli", "rules", "culo"],
                          capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert res.returncode == 0 and json.loads(res.stdout)["preset"] == "culo"
+
+
+@pytest.mark.parametrize("raised, line", [
+    (KeyboardInterrupt, "arschloch rules: interrupted (Ctrl-C)"),
+    ("Interrupted", "arschloch rules: interrupted; go on with arschloch rules --again"),
+])
+def test_ctrl_c_exits_130_with_one_line(monkeypatch, capsys, raised, line):
+    """Ctrl-C in a command that does not handle it itself: exit status 130 and one line (a
+    command that can say how to go on raises Interrupted with it), no traceback."""
+    import arschloch_env.cli as cli_module
+
+    def command(args):
+        if raised == "Interrupted":
+            raise cli_module.Interrupted("interrupted; go on with arschloch rules --again")
+        raise raised
+
+    monkeypatch.setattr(cli_module, "_cmd_rules", command)
+    try:
+        code = cli_module.main(["rules"])
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C escaped main (a traceback for the user)")
+    assert code == 130
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [line] and captured.out == ""

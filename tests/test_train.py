@@ -58,7 +58,7 @@ def test_shipped_configs_load():
     ("eval.opponents=[random, bots/ppo_vec_tavern_multi]",
      "eval.opponents: bots/ppo_vec_tavern_multi does not play these rules (culo, 4 players): "
      "bundle"),
-    ("eval.deals=1", "eval.deals: 1; at least 2"),
+    ("eval.deals=1", "eval.deals: 1 is not allowed; it must be at least 2"),
 ])
 def test_config_errors_name_the_key(override, message):
     with pytest.raises((ConfigError, ValueError), match=None) as info:
@@ -455,3 +455,242 @@ def test_a_policy_of_an_earlier_layout_exports_as_that_version(tmp_path):
                                                            np.zeros(49))], "relu")
     with pytest.raises(BundleError, match="297 or 413"):
         write_bundle(tmp_path / "bad", bad, rules, ["culo"], [4], "bad", {"steps": 0})
+
+
+# -- numeric fields, a run stopped early, Ctrl-C ----------------------------------------------
+
+MULTI = ROOT / "configs" / "ppo_culo_multi.yaml"
+
+
+@pytest.mark.parametrize("config, override, message", [
+    (SMOKE, "league.snapshot_every=0", "league.snapshot_every: 0 is not allowed; it must be at "
+                                       "least 1"),
+    (SMOKE, "ppo.n_steps=0", "ppo.n_steps: 0 is not allowed; it must be at least 1"),
+    (SMOKE, "league.max_snapshots=-1", "league.max_snapshots: -1 is not allowed; it must be at "
+                                       "least 0 (0: none"),
+    (SMOKE, "eval.every=-1", "eval.every: -1 is not allowed; it must be at least 0"),
+    (SMOKE, "eval.jobs=0", "eval.jobs: 0 is not allowed; it must be at least 1"),
+    (SMOKE, "torch_threads=0", "torch_threads: 0 is not allowed; it must be at least 1"),
+    (SMOKE, "ppo.batch_size=1", "ppo.batch_size: 1 is not allowed; it must be at least 2"),
+    (SMOKE, "ppo.n_epochs=0", "ppo.n_epochs: 0 is not allowed; it must be at least 1"),
+    (SMOKE, "ppo.gamma=1.5", "ppo.gamma: 1.5 is not allowed; it must be 0 .. 1"),
+    (SMOKE, "ppo.gae_lambda=-0.1", "ppo.gae_lambda: -0.1 is not allowed; it must be 0 .. 1"),
+    (SMOKE, "ppo.clip_range=0", "ppo.clip_range: 0.0 is not allowed; it must be greater than 0"),
+    (SMOKE, "ppo.ent_coef=-0.01", "ppo.ent_coef: -0.01 is not allowed; it must be at least 0"),
+    (SMOKE, "ppo.vf_coef=0", "ppo.vf_coef: 0.0 is not allowed; it must be greater than 0"),
+    (SMOKE, "ppo.max_grad_norm=-1", "ppo.max_grad_norm: -1.0 is not allowed"),
+    (SMOKE, "ppo.learning_rate=.nan", "ppo.learning_rate: nan is not allowed"),
+    (SMOKE, "ppo.learning_rate=.inf", "ppo.learning_rate: inf is not allowed"),
+    (SMOKE, "vec.engine_threads=0", "vec.engine_threads: 0 is not allowed"),
+    # 2 envs of 255 steps: 510 samples, minibatches of 509 and a NaN one of 1
+    (SMOKE, "ppo.n_steps=255 ppo.batch_size=509", "leaves a last minibatch of 1 sample"),
+    (MULTI, "n_envs=2", "n_envs: 2 envs cannot play all 4 table sizes of players [3, 4, 5, 6]"),
+])
+def test_numeric_fields_out_of_range_name_the_field_and_range(config, override, message):
+    with pytest.raises(ConfigError) as info:
+        load_config(config, override.split())
+    assert message in str(info.value)
+
+
+def test_the_n_envs_rule_is_only_algo_ppos():
+    """ppo-vec plays every table size in its own games (vec.num_games), whatever n_envs."""
+    cfg = load_config(ROOT / "configs" / "ppo_vec_culo_multi.yaml", ["n_envs=1"])
+    assert len(cfg.players) > 1
+    assert load_config(MULTI, ["n_envs=4"]).n_envs == 4
+
+
+@pytest.mark.parametrize("override", ["league.snapshot_every=0", "eval.every=-1",
+                                      "checkpoint_every=0"])
+def test_resume_validates_what_set_may_change(override):
+    from train.config import RESUMABLE, resume_config
+    assert override.split("=")[0] in RESUMABLE
+    with pytest.raises(ConfigError, match=override.split("=")[0] + ": "):
+        resume_config(load_config(SMOKE).to_dict(), [override])
+
+
+def test_a_bad_config_leaves_no_run_directory(tmp_path):
+    res = cli("train", "--config", SMOKE, "--run-dir", tmp_path / "r", "--set", "ppo.n_steps=0")
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert "ppo.n_steps: 0 is not allowed" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_max_snapshots_zero_keeps_no_snapshot(tmp_path):
+    from train.league import League
+    mlp = MLP([(np.zeros((2, 3)), np.zeros(2))], "relu")
+    league = League(tmp_path, max_snapshots=0)
+    for steps in (100, 200):
+        league.add_snapshot(mlp, steps)
+    assert league.snapshots == [] and not list(tmp_path.glob("snap_*.npz"))
+    # a checkpoint of a run that kept them all (max_snapshots 0 once did) resumes with none,
+    # its files pinned until the next checkpoint
+    keep = League(tmp_path / "b", max_snapshots=2)
+    for steps in (100, 200, 300):
+        keep.add_snapshot(mlp, steps)
+    listed = [{"file": f"snap_{s:012d}.npz", "steps": s} for s in (100, 200, 300)]
+    (tmp_path / "b" / "snap_000000000100.npz").write_bytes(
+        (tmp_path / "b" / "snap_000000000200.npz").read_bytes())
+    resumed = League(tmp_path / "b", max_snapshots=0)
+    resumed.restore(listed)
+    assert resumed.snapshots == [] and len(list((tmp_path / "b").glob("snap_*.npz"))) == 3
+    resumed.checkpointed()
+    assert not list((tmp_path / "b").glob("snap_*.npz"))
+    with pytest.raises(ValueError, match="max_snapshots: -1"):
+        League(tmp_path / "c", max_snapshots=-1)
+
+
+VEC_TINY = ["total_steps=200", "checkpoint_every=100000", "torch_threads=1",
+            "vec.collect_threads=1", "vec.num_games=16", "vec.rollout_steps=8",
+            "vec.mix={current: 1.0}", "eval.every=0", "eval.deals=2", "eval.opponents=[random]",
+            "eval.best_by=random"]
+
+
+def _stopped_before_first_checkpoint(run: Path, config: Path, overrides: list[str],
+                                     suffix: str) -> bytes:
+    """The run directory a kill leaves after the first evaluation, before the first
+    checkpoint: config, best checkpoint, league snapshots, TensorBoard logs; no latest.json."""
+    from train.sb3_trainer import RunDir
+    rd = RunDir(run)
+    rd.create(load_config(config, overrides))
+    best = b"the best of the first evaluation"
+    (rd.checkpoints / f"best{suffix}").write_bytes(best)
+    (rd.checkpoints / "best.json").write_text(json.dumps({"steps": 512}))
+    (rd.league / "snap_000000000512.npz").write_bytes(b"an old snapshot")
+    (rd.league / "league.json").write_text(json.dumps(
+        {"snapshots": [{"file": "snap_000000000512.npz", "steps": 512}]}))
+    (rd.tb / "ppo_1").mkdir()
+    (rd.tb / "ppo_1" / "events.out").write_bytes(b"old curves")
+    return best
+
+
+@pytest.mark.parametrize("algo, how", [("ppo", "resume"), ("ppo", "new"),
+                                       ("ppo-vec", "resume")])
+def test_a_run_stopped_before_its_first_checkpoint_starts_over(tmp_path, algo, how):
+    """A kill after the first evaluation and before the first checkpoint leaves best.zip but
+    no latest.json: neither --resume nor a new start may refuse the directory (each used to
+    point at the other); the run starts over and the attempt's files are kept aside."""
+    run = tmp_path / "run"
+    if algo == "ppo":
+        config, overrides, suffix = SMOKE, ["total_steps=1024", "eval.deals=2"], ".zip"
+    else:
+        config, overrides, suffix = ROOT / "configs" / "ppo_vec_culo.yaml", VEC_TINY, ".pt"
+    best = _stopped_before_first_checkpoint(run, config, overrides, suffix)
+    if how == "resume":
+        args = ["--resume"]
+    else:
+        args = ["--config", config] + [a for o in overrides for a in ("--set", o)]
+    res = cli("train", "--run-dir", run, "--no-progress", *args)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert ("starting it over from step 0" in res.stderr) == (how == "resume"), res.stderr
+    (aside,) = (run / "earlier_attempts").iterdir()
+    assert f"kept in {aside}" in res.stderr
+    assert (aside / "checkpoints" / f"best{suffix}").read_bytes() == best
+    assert (aside / "league" / "snap_000000000512.npz").is_file()
+    assert (aside / "tb" / "ppo_1" / "events.out").is_file() and (aside / "config.yaml").is_file()
+    latest = json.loads((run / "latest.json").read_text())
+    assert (run / latest["checkpoint"]).is_file()
+    meta = json.loads((run / latest["meta"]).read_text())
+    assert all(s["steps"] != 512 for s in meta["league"])  # the old snapshot left the pool
+    assert (run / "checkpoints" / f"best{suffix}").read_bytes() != best
+
+
+def test_a_second_trainer_on_a_run_is_refused_and_moves_nothing(tmp_path):
+    import fcntl
+    run = tmp_path / "run"
+    best = _stopped_before_first_checkpoint(run, SMOKE, [], ".zip")
+    with open(run / "train.lock", "a") as held:  # a running trainer holds it
+        fcntl.lockf(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        before = sorted(p.relative_to(run) for p in run.rglob("*"))
+        res = cli("train", "--config", SMOKE, "--run-dir", run, "--no-progress")
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert "in use by another arschloch train" in res.stderr and "Traceback" not in res.stderr
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
+    assert (run / "checkpoints" / "best.zip").read_bytes() == best
+
+
+def test_resume_of_no_run_says_how_to_start_one(tmp_path):
+    res = cli("train", "--resume", "--run-dir", tmp_path / "none")
+    assert res.returncode == 2
+    assert "start a run there with arschloch train --config FILE --run-dir" in res.stderr
+
+
+def test_interrupted_message_names_the_way_on(tmp_path):
+    from train.cli import interrupted_message
+    run = tmp_path / "my run"
+    assert "run the command again" in interrupted_message(run)
+    run.mkdir()
+    (run / "config.yaml").write_text("algo: ppo\n")
+    assert ("before the first checkpoint; arschloch train --resume --run-dir "
+            f"'{run}' starts the run over") in interrupted_message(run)
+    (run / "latest.json").write_text(json.dumps({"steps": 2048}))
+    assert interrupted_message(run) == (f"interrupted; the last checkpoint (step 2048) is kept: "
+                                        f"continue with arschloch train --resume --run-dir "
+                                        f"'{run}'")
+
+
+def test_ctrl_c_waits_until_a_checkpoint_is_whole():
+    from train.sb3_trainer import interrupt_deferred
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupt_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the signal is handled by now: it must not have raised
+            done.append(True)
+    assert done == [True]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_stops_training_with_a_line_that_says_how_to_go_on(tmp_path):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it, env workers included):
+    exit 130, one line naming the resume command, whole checkpoints, and the resume works."""
+    import zipfile
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "arschloch_env.cli", "train", "--config", str(SMOKE),
+         "--run-dir", str(run), "--no-progress", "--set", "total_steps=40960",
+         "--set", "ppo.n_steps=256", "--set", "checkpoint_every=512",
+         "--set", "league.snapshot_every=512", "--set", "n_envs=2", "--set", "subproc=true"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    deadline = time.time() + 300
+    while not (run / "latest.json").exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < deadline, "no checkpoint was written"
+        time.sleep(0.1)
+    time.sleep(1.5)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    last = stderr.strip().splitlines()[-1]
+    steps = json.loads((run / "latest.json").read_text())["steps"]
+    assert last == (f"arschloch train: interrupted; the last checkpoint (step {steps}) is "
+                    f"kept: continue with arschloch train --resume --run-dir {run}")
+    assert not list((run / "checkpoints").glob("*.part*"))  # no checkpoint cut in half
+    for final in (run / "checkpoints").glob("*.zip"):
+        assert zipfile.is_zipfile(final) and final.with_suffix(".json").is_file(), final
+    res = cli("train", "--resume", "--run-dir", run, "--no-progress",
+              "--set", f"total_steps={steps + 512}")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert json.loads((run / "latest.json").read_text())["steps"] >= steps + 512
+
+
+def test_an_evaluation_stopped_by_ctrl_c_stops_the_training(monkeypatch):
+    """The tournament returns what it has at Ctrl-C; an evaluation must not log that partial
+    result and let the training go on."""
+    import train.tournament
+    from agents.mlp import MLP
+    from arschloch_env.rules import make_rules
+    from train.evaluate import evaluate_fields
+
+    real = train.tournament.run_tournament
+
+    def stopped(*args, **kwargs):
+        res = real(*args, **{**kwargs, "deals": 2})
+        res.complete = False
+        return res
+
+    monkeypatch.setattr(train.tournament, "run_tournament", stopped)
+    mlp = MLP([(np.zeros((49, 413)), np.zeros(49))], "relu")
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_fields(mlp, make_rules("culo", 4), ["random"], deals=4, seed=1)

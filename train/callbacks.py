@@ -88,6 +88,10 @@ class TrainingLoop(BaseCallback):
             self.next_checkpoint = _next_multiple(steps, self.cfg.checkpoint_every)
 
     def _on_training_end(self) -> None:
+        self.close_progress()
+
+    def close_progress(self) -> None:
+        """Closes the progress bar (also when Ctrl-C cut the training short)."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None

@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from arschloch_env.cli import CliError, add_progress_args, add_rules_args, overrides_from_args
+from arschloch_env.cli import (CliError, Interrupted, add_progress_args, add_rules_args,
+                               overrides_from_args)
 
 
 def add_train_parser(sub) -> None:
@@ -92,10 +93,26 @@ def _cmd_train(args: argparse.Namespace) -> int:
     except WorkerDied as exc:
         print(f"arschloch train: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        raise Interrupted(interrupted_message(Path(run_dir))) from None
     print(f"run directory: {run_dir}\n  checkpoint: {final}\n  TensorBoard: tensorboard "
           f"--logdir {Path(run_dir) / 'tb'}\n  export: arschloch export {run_dir} --out "
           f"bots/my_bot")
     return 0
+
+
+def interrupted_message(run_dir: Path) -> str:
+    """What Ctrl-C left in ``run_dir`` and the command that goes on from there."""
+    import shlex
+    if not (run_dir / "config.yaml").is_file():
+        return "interrupted before the run started; nothing to continue: run the command again"
+    again = f"arschloch train --resume --run-dir {shlex.quote(str(run_dir))}"
+    try:
+        steps = json.loads((run_dir / "latest.json").read_text())["steps"]
+    except (OSError, ValueError, KeyError):
+        return (f"interrupted before the first checkpoint; {again} starts the run over "
+                f"(keeping what this attempt wrote)")
+    return f"interrupted; the last checkpoint (step {steps}) is kept: continue with {again}"
 
 
 CHECKPOINT_SUFFIXES = (".zip", ".pt")

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from types import NoneType, UnionType
@@ -51,7 +52,8 @@ class LeagueConfig:
     snapshot_every: int = 25_000
     """A frozen copy of the learner joins the pool every this many learner steps."""
     max_snapshots: int = 20
-    """Pool size; the oldest snapshots leave first."""
+    """Pool size; the oldest snapshots leave first. 0: no snapshots (seats drawn as
+    ``snapshots`` play ``current``, as before the first snapshot)."""
     mix: dict[str, float] = field(default_factory=lambda: {
         "snapshots": 0.3, "current": 0.2, "greedy": 0.25, "expert": 0.25})
     """Share of each opponent kind per seat and episode: ``snapshots`` (uniform over the
@@ -290,24 +292,15 @@ def validate(cfg: TrainConfig) -> None:
         make_rules(cfg.rules, n, **cfg.rules_overrides)
     if not 0 <= cfg.seed < 2**32:
         raise ConfigError(f"seed: {cfg.seed} is not allowed; it must be 0 .. 2**32 - 1")
-    for name in ("total_steps", "n_envs", "checkpoint_every"):
-        if getattr(cfg, name) < 1:
-            raise ConfigError(f"{name}: must be at least 1, got {getattr(cfg, name)}")
+    check_ranges(cfg)
     if cfg.ppo.activation not in ("tanh", "relu"):
         raise ConfigError(f"ppo.activation: {cfg.ppo.activation!r}; allowed: tanh, relu")
-    if cfg.ppo.learning_rate <= 0 or cfg.ppo.lr_final is not None and cfg.ppo.lr_final <= 0:
-        raise ConfigError(f"ppo.learning_rate {cfg.ppo.learning_rate} and ppo.lr_final "
-                          f"{cfg.ppo.lr_final} must be positive (lr_final may be null)")
     if not cfg.ppo.net_arch or any(h < 1 for h in cfg.ppo.net_arch):
         raise ConfigError(f"ppo.net_arch: {cfg.ppo.net_arch} must be positive layer sizes")
     mix = cfg.league.mix
     if not mix or any(w < 0 for w in mix.values()) or sum(mix.values()) <= 0:
         raise ConfigError(f"league.mix: {mix} needs non-negative shares with a positive sum")
     v = cfg.vec
-    for name in ("num_games", "rollout_steps", "minibatches", "engine_threads",
-                 "collect_threads"):
-        if getattr(v, name) < 1:
-            raise ConfigError(f"vec.{name}: must be at least 1, got {getattr(v, name)}")
     if v.rollout_steps < 2 * max(cfg.players):
         raise ConfigError(f"vec.rollout_steps: {v.rollout_steps} is too short for tables of "
                           f"{max(cfg.players)}; at least {2 * max(cfg.players)} (a seat's last "
@@ -324,16 +317,83 @@ def validate(cfg: TrainConfig) -> None:
         if len(decks) > 1:
             raise ConfigError(f"players: {cfg.players} play different decks; one policy "
                               f"needs one deck (one observation size)")
+    if cfg.algo == "ppo":
+        check_sb3_rollout(cfg)
     if cfg.init_from is not None and cfg.algo != "ppo-vec":
         raise ConfigError(f"init_from: only algo ppo-vec starts from a checkpoint, not "
                           f"{cfg.algo!r}")
-    if cfg.eval.deals < 2:
-        raise ConfigError(f"eval.deals: {cfg.eval.deals}; at least 2 (an interval needs two "
-                          f"deals' results)")
     if cfg.eval.best_by not in cfg.eval.opponents:
         raise ConfigError(f"eval.best_by: {cfg.eval.best_by!r} is not one of eval.opponents "
                           f"{cfg.eval.opponents}")
     check_agent_specs(cfg)
+
+
+RANGES: tuple[tuple[str, float, float | None, bool, str], ...] = (
+    ("total_steps", 1, None, False, ""),
+    ("n_envs", 1, None, False, ""),
+    ("checkpoint_every", 1, None, False, ""),
+    ("torch_threads", 1, None, False, ""),
+    ("ppo.learning_rate", 0, None, True, ""),
+    ("ppo.lr_final", 0, None, True, "or null: a constant learning_rate"),
+    ("ppo.n_steps", 1, None, False, ""),
+    ("ppo.batch_size", 2, None, False, "advantages are normalised per minibatch"),
+    ("ppo.n_epochs", 1, None, False, ""),
+    ("ppo.gamma", 0, 1, False, ""),
+    ("ppo.gae_lambda", 0, 1, False, ""),
+    ("ppo.clip_range", 0, None, True, ""),
+    ("ppo.ent_coef", 0, None, False, ""),
+    ("ppo.vf_coef", 0, None, True, ""),
+    ("ppo.max_grad_norm", 0, None, True, ""),
+    ("league.snapshot_every", 1, None, False, ""),
+    ("league.max_snapshots", 0, None, False, "0: none; the snapshots share plays current"),
+    ("eval.every", 0, None, False, "0: only at the end"),
+    ("eval.deals", 2, None, False, "an interval needs two deals' results"),
+    ("eval.jobs", 1, None, False, ""),
+    ("vec.num_games", 1, None, False, ""),
+    ("vec.rollout_steps", 1, None, False, ""),
+    ("vec.minibatches", 1, None, False, ""),
+    ("vec.engine_threads", 1, None, False, ""),
+    ("vec.collect_threads", 1, None, False, ""),
+)
+"""The numeric fields' allowed ranges: (dotted field, lowest, highest or None, whether the
+lowest itself is excluded, a note for the message). A field may be None only where its type
+allows it (``ppo.lr_final``)."""
+
+
+def check_ranges(cfg: TrainConfig) -> None:
+    """Every numeric field of :data:`RANGES` within its range (NaN and infinity never are)."""
+    for name, low, high, open_low, note in RANGES:
+        value: Any = cfg
+        for part in name.split("."):
+            value = getattr(value, part)
+        if value is None:
+            continue
+        ok = math.isfinite(value) and (value > low if open_low else value >= low) and (
+            high is None or value <= high)
+        if not ok:
+            allowed = (f"{low} .. {high}" if high is not None else
+                       f"greater than {low}" if open_low else f"at least {low}")
+            raise ConfigError(f"{name}: {value} is not allowed; it must be {allowed}"
+                              + (f" ({note})" if note else ""))
+
+
+def check_sb3_rollout(cfg: TrainConfig) -> None:
+    """``algo: ppo``: what the env count and the rollout must fit."""
+    if cfg.n_envs < len(cfg.players):
+        # Env i plays players[i % len(players)]: the others would never be trained, yet
+        # the exported bundle would claim them all.
+        raise ConfigError(f"n_envs: {cfg.n_envs} envs cannot play all {len(cfg.players)} table "
+                          f"sizes of players {cfg.players} (env i plays players[i % "
+                          f"{len(cfg.players)}]); give n_envs at least {len(cfg.players)} (a "
+                          f"multiple of it trains them evenly) or fewer players")
+    samples = cfg.ppo.n_steps * cfg.n_envs
+    if samples % cfg.ppo.batch_size == 1:
+        # SB3 normalises the advantages per minibatch: one of a single sample is NaN, and
+        # so would every weight be after its update.
+        raise ConfigError(f"ppo.batch_size: {cfg.ppo.batch_size} leaves a last minibatch of 1 "
+                          f"sample of each rollout of ppo.n_steps * n_envs = {samples} samples "
+                          f"(its normalised advantage is NaN); choose a batch_size that "
+                          f"divides {samples}, or another ppo.n_steps")
 
 
 def check_agent_specs(cfg: TrainConfig) -> None:

@@ -19,6 +19,10 @@ def evaluate_fields(mlp: MLP, rules, fields: list[str], deals: int, seed: int,
     for field_spec in fields:
         res = run_tournament(rules, [MLPAgent(mlp, sample=False, name="policy"), field_spec],
                              deals=deals, seed=seed, mode="duplicate", jobs=jobs)
+        if not res.complete:
+            # The tournament stops at Ctrl-C and returns what it has; training must stop too
+            # rather than log a partial evaluation and go on.
+            raise KeyboardInterrupt
         m = res.metrics["policy"]
         rp = m["rank_points"]
         out[field_spec] = {

@@ -36,6 +36,9 @@ class League:
     """The snapshot pool, owned by the training process."""
 
     def __init__(self, root: str | Path, max_snapshots: int):
+        if max_snapshots < 0:
+            raise ValueError(f"max_snapshots: {max_snapshots} is not allowed; it must be at "
+                             f"least 0 (0: no snapshots)")
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.max_snapshots = max_snapshots
@@ -46,10 +49,11 @@ class League:
         """The files of the pool the latest checkpoint lists: a resume from it needs them."""
 
     def add_snapshot(self, mlp: MLP, steps: int) -> None:
+        if self.max_snapshots == 0:
+            return  # a pool of none: the file would be pruned at once
         name = f"snap_{steps:012d}.npz"
         mlp.save(self.root / name)
-        self.snapshots.append({"file": name, "steps": steps})
-        self.snapshots = self.snapshots[-self.max_snapshots:]
+        self.snapshots = self._newest(self.snapshots + [{"file": name, "steps": steps}])
         self._write()
         self._prune()
 
@@ -65,8 +69,15 @@ class League:
         """Goes back to the pool of a checkpoint (a killed run may have added more since)."""
         self.snapshots = [s for s in snapshots if (self.root / s["file"]).is_file()]
         self.pinned = {s["file"] for s in self.snapshots}
+        # A checkpoint of a run made when max_snapshots=0 kept every snapshot: it resumes
+        # with the pool this size allows (its files stay pinned until the next checkpoint).
+        self.snapshots = self._newest(self.snapshots)
         self._write()
         self._prune()
+
+    def _newest(self, snapshots: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        # Not snapshots[-max_snapshots:]: with 0 that slice is the whole list.
+        return snapshots[max(0, len(snapshots) - self.max_snapshots):]
 
     def _prune(self) -> None:
         """Deletes the snapshot files that are neither in the pool nor pinned."""

@@ -35,18 +35,23 @@ def actor_mlp(actor, activation: str) -> MLP:
 def save_checkpoint(run, name: str, payload: dict[str, Any], meta: dict[str, Any],
                     latest: bool) -> Path:
     """``<name>.pt`` and ``<name>.json``, each to a temporary name and renamed; then
-    ``latest.json`` when ``latest``."""
+    ``latest.json`` when ``latest``. Ctrl-C waits until all of them are written, so that they
+    always agree."""
     import torch
+
+    from train.sb3_trainer import interrupt_deferred
 
     final = run.checkpoints / f"{name}.pt"
     tmp = run.checkpoints / f"{name}.part.pt"
-    torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, **payload}, tmp)
-    os.replace(tmp, final)
-    write_json_atomic(run.checkpoints / f"{name}.json", {**meta, "algo": "ppo-vec"})
-    if latest:
-        write_json_atomic(run.latest, {"checkpoint": f"checkpoints/{name}.pt",
-                                       "meta": f"checkpoints/{name}.json",
-                                       "steps": meta["steps"]})
+    with interrupt_deferred():
+        torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, **payload},
+                   tmp)
+        os.replace(tmp, final)
+        write_json_atomic(run.checkpoints / f"{name}.json", {**meta, "algo": "ppo-vec"})
+        if latest:
+            write_json_atomic(run.latest, {"checkpoint": f"checkpoints/{name}.pt",
+                                           "meta": f"checkpoints/{name}.json",
+                                           "steps": meta["steps"]})
     return final
 
 

@@ -9,6 +9,8 @@ The run, top to bottom:
    weights, adds a frozen snapshot every ``league.snapshot_every`` steps, evaluates against
    fixed fields (duplicate deals) every ``eval.every`` steps and writes checkpoints;
 4. ``--resume`` loads the last checkpoint and its league and carries on to ``total_steps``.
+   A run stopped before its first checkpoint has none: it starts over (a new start in its
+   directory too), its files set aside in ``earlier_attempts/``.
 
 Run directory::
 
@@ -18,14 +20,19 @@ Run directory::
     latest.json                   the last checkpoint (what --resume reads)
     league/                       snapshots (see train.league)
     tb/                           TensorBoard logs
+    train.lock                    locked while a trainer writes the run
+    earlier_attempts/<time>/      what attempts stopped before their first checkpoint wrote
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -57,10 +64,16 @@ def eval_players(players: list[int]) -> int:
     return 4 if 4 in players else players[0]
 
 
-def make_env(cfg: TrainConfig, index: int, league_dir: Path):
-    """A thunk building env ``index`` (for SubprocVecEnv)."""
+def make_env(cfg: TrainConfig, index: int, league_dir: Path, worker: bool = False):
+    """A thunk building env ``index`` (for SubprocVecEnv: ``worker``, it runs in a worker
+    process of its own)."""
     def thunk():
         from stable_baselines3.common.monitor import Monitor
+
+        if worker:
+            # Ctrl-C reaches the whole process group: the trainer stops and closes the envs
+            # itself; a worker that quit on its own would fail the trainer's next step.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
         from arschloch_env.single import SingleSeatEnv
         env = SingleSeatEnv(rules_for(cfg, cfg.players[index % len(cfg.players)]),
@@ -115,17 +128,88 @@ class RunDir:
         os.replace(tmp, self.root / "config.yaml")
 
     def save_checkpoint(self, model, name: str, meta: dict[str, Any], latest: bool) -> Path:
-        """model.zip and its metadata, each written to a temporary name and renamed."""
+        """model.zip and its metadata, each written to a temporary name and renamed; Ctrl-C
+        waits until all of them are written, so that they always agree."""
         final = self.checkpoints / f"{name}.zip"
         tmp = self.checkpoints / f"{name}.part.zip"
-        model.save(str(tmp))
-        os.replace(tmp, final)
-        write_json_atomic(self.checkpoints / f"{name}.json", meta)
-        if latest:
-            write_json_atomic(self.latest, {"checkpoint": f"checkpoints/{name}.zip",
-                                            "meta": f"checkpoints/{name}.json",
-                                            "steps": meta["steps"]})
+        with interrupt_deferred():
+            model.save(str(tmp))
+            os.replace(tmp, final)
+            write_json_atomic(self.checkpoints / f"{name}.json", meta)
+            if latest:
+                write_json_atomic(self.latest, {"checkpoint": f"checkpoints/{name}.zip",
+                                                "meta": f"checkpoints/{name}.json",
+                                                "steps": meta["steps"]})
         return final
+
+    OWN = ("config.yaml", "rules.json", "checkpoints", "league", "tb")
+    """What a run writes at its top level (other files in the directory are not its own)."""
+    SET_ASIDE = "earlier_attempts"
+    LOCK = "train.lock"
+
+    @contextlib.contextmanager
+    def lock(self):
+        """Held by the trainer writing the run: a second one would interleave its checkpoints
+        with the first's, or set the first's files aside under it. A directory this call
+        made goes again if nothing was written into it (a config error found late)."""
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no locking
+            yield
+            return
+        made = not self.root.exists()
+        self.root.mkdir(parents=True, exist_ok=True)
+        path = self.root / self.LOCK
+        # lockf, not flock: a process-wide POSIX lock, which forked evaluation workers do
+        # not inherit (one left over would hold the run after the trainer is gone).
+        with open(path, "a") as f:
+            try:
+                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise ConfigError(f"{self.root} is in use by another arschloch train; let it "
+                                  f"finish or stop it (Ctrl-C), then run this again") from None
+            try:
+                yield
+            finally:
+                if made and [p.name for p in self.root.iterdir()] == [self.LOCK]:
+                    path.unlink()
+                    self.root.rmdir()
+
+    def set_aside(self) -> Path | None:
+        """Moves what an attempt that stopped before its first checkpoint wrote (the best
+        checkpoint of its first evaluations, league snapshots, TensorBoard logs, its config)
+        to ``earlier_attempts/<time>/`` and returns that folder; None when it wrote nothing
+        but its config. Nothing is deleted: the attempt's best may be worth keeping."""
+        if not any(d.is_dir() and any(d.iterdir())
+                   for d in (self.checkpoints, self.league, self.tb)):
+            return None
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        dest, k = self.root / self.SET_ASIDE / stamp, 1
+        while dest.exists():
+            k += 1
+            dest = self.root / self.SET_ASIDE / f"{stamp}-{k}"
+        dest.mkdir(parents=True)
+        for name in self.OWN:
+            if (self.root / name).exists():
+                os.replace(self.root / name, dest / name)
+        return dest
+
+
+@contextlib.contextmanager
+def interrupt_deferred():
+    """Ctrl-C inside the block takes effect when it ends (the main thread's SIGINT handler
+    runs then, whatever it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            signal.raise_signal(signal.SIGINT)
 
 
 def finished_checkpoint(run_dir: str | Path, total_steps: int) -> Path | None:
@@ -141,7 +225,8 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
     """The config of the run in ``run_dir`` with resumable ``--set`` overrides applied."""
     path = run_dir / "config.yaml"
     if not path.is_file():
-        raise ConfigError(f"{run_dir} is not a run directory (no config.yaml)")
+        raise ConfigError(f"{run_dir} is not a run directory (no config.yaml); start a run "
+                          f"there with arschloch train --config FILE --run-dir {run_dir}")
     return resume_config(yaml.safe_load(path.read_text(encoding="utf-8")), overrides)
 
 
@@ -163,20 +248,34 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         print(f"{run_dir} already reached total_steps={cfg.total_steps}; nothing to train "
               f"(extend it with --set total_steps=N)", file=sys.stderr)
         return done
-    if cfg.algo == "ppo-vec":
-        from train import ppo_vec
-        return ppo_vec.train(cfg, run_dir, resume=resume, progress=progress)
+    run = RunDir(run_dir)
+    with run.lock():
+        if not run.latest.is_file():
+            # An attempt stopped before its first checkpoint left nothing to resume from, but
+            # files that made a new start refuse the directory: start over, keeping them.
+            if resume:
+                print(f"{run.root} has no checkpoint to continue from (the run stopped "
+                      f"before its first, due every checkpoint_every={cfg.checkpoint_every} "
+                      f"steps); starting it over from step 0 with its config", file=sys.stderr)
+            resume = False
+            if (moved := run.set_aside()) is not None:
+                print(f"the files of the attempt that stopped before its first checkpoint are "
+                      f"kept in {moved}", file=sys.stderr)
+        if cfg.algo == "ppo-vec":
+            from train import ppo_vec
+            return ppo_vec.train(cfg, run_dir, resume=resume, progress=progress)
+        return _train_sb3(cfg, run, resume, progress)
+
+
+def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | None) -> Path:
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     from train.callbacks import TrainingLoop
 
-    run = RunDir(run_dir)
     meta: dict[str, Any] | None = None
     if resume:
-        if not run.latest.is_file():
-            raise ConfigError(f"--resume: {run.root} has no checkpoint yet (latest.json)")
         meta = json.loads((run.root / json.loads(run.latest.read_text())["meta"]).read_text())
         run.write_config(cfg)
     elif run.latest.is_file() or run.checkpoints.is_dir() and any(run.checkpoints.iterdir()):
@@ -189,8 +288,9 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     league = League(run.league, cfg.league.max_snapshots)
     if meta is not None:
         league.restore(meta["league"])
-    thunks = [make_env(cfg, i, run.league) for i in range(cfg.n_envs)]
-    envs = SubprocVecEnv(thunks) if cfg.subproc and cfg.n_envs > 1 else DummyVecEnv(thunks)
+    subproc = cfg.subproc and cfg.n_envs > 1
+    thunks = [make_env(cfg, i, run.league, worker=subproc) for i in range(cfg.n_envs)]
+    envs = SubprocVecEnv(thunks) if subproc else DummyVecEnv(thunks)
     envs.seed(cfg.seed)
     if meta is None:
         model = make_model(cfg, envs, run.tb)
@@ -202,6 +302,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     loop = TrainingLoop(cfg, run, league, meta, progress=progress)
     remaining = cfg.total_steps - model.num_timesteps
     started = time.time()
+    interrupted = False
     try:
         if remaining > 0:
             model.learn(total_timesteps=remaining, callback=loop,
@@ -211,14 +312,25 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         raise WorkerDied(f"an environment worker process died ({type(exc).__name__}); its "
                          f"error is printed above. Checkpoints written so far are kept: fix the "
                          f"cause and continue from the last with --resume") from None
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
-        try:
-            envs.close()
-        except WORKER_GONE:
-            pass  # a dead worker's pipe; the error that matters is already raised
+        loop.close_progress()
+        if interrupted:
+            # Ctrl-C may have come between the replies of two workers (or inside one): a
+            # close, which first reads the replies it thinks are due, could wait forever.
+            for process in getattr(envs, "processes", ()):
+                process.terminate()
+                process.join()
+        else:
+            try:
+                envs.close()
+            except WORKER_GONE:
+                pass  # a dead worker's pipe; the error that matters is already raised
     loop.log_line(f"done in {time.time() - started:.0f} s; checkpoint {final}")
     return final
 
 
-__all__ = ["RunDir", "WorkerDied", "code_version", "eval_players", "load_run_config", "make_env",
-           "make_model", "rules_for", "train"]
+__all__ = ["RunDir", "WorkerDied", "code_version", "eval_players", "interrupt_deferred",
+           "load_run_config", "make_env", "make_model", "rules_for", "train"]
