@@ -176,6 +176,16 @@ def place_reward(place: int, n: int) -> float:
     return 1.0 - 2.0 * (place - 1) / (n - 1)
 
 
+def observation_dict_space(encoder: Encoder, rules: Rules) -> spaces.Dict:
+    """The space of the observation dict: the vector and the int8 mask of the legal ids."""
+    low, high = observation_bounds(encoder, rules)
+    return spaces.Dict({
+        "observation": spaces.Box(low=low, high=high, dtype=np.float32),
+        "action_mask": spaces.Box(low=0, high=1, shape=(1 + 6 * rules.num_ranks,),
+                                  dtype=np.int8),
+    })
+
+
 def observation_bounds(encoder: Encoder, rules: Rules) -> tuple[np.ndarray, np.ndarray]:
     """Bounds of the observation vector: [0, 1] but for cards held and match totals."""
     high = np.ones(encoder.size, dtype=np.float32)
@@ -215,11 +225,7 @@ class raw_env(AECEnv):
         self.agent_name_mapping = {a: i for i, a in enumerate(self.possible_agents)}
         self.encoder = Encoder(self.rules.num_ranks)
         self.num_actions = 1 + 6 * self.rules.num_ranks
-        low, high = observation_bounds(self.encoder, self.rules)
-        obs_space = spaces.Dict({
-            "observation": spaces.Box(low=low, high=high, dtype=np.float32),
-            "action_mask": spaces.Box(low=0, high=1, shape=(self.num_actions,), dtype=np.int8),
-        })
+        obs_space = observation_dict_space(self.encoder, self.rules)
         self.observation_spaces = {a: obs_space for a in self.possible_agents}
         self.action_spaces = {a: spaces.Discrete(self.num_actions) for a in self.possible_agents}
         slow, shigh = np.zeros(self.encoder.state_size, np.float32), np.full(

@@ -24,7 +24,7 @@ from gymnasium import spaces
 from arschloch_env.arschloch import (
     REWARD_MODES, RESET_OPTIONS, _check_match_index, _check_options_type, _is_int,
     _next_match_index, _refuse_if_closed, _unknown_options_message, observation_bounds,
-    place_reward,
+    observation_dict_space, place_reward,
 )
 from arschloch_env.engine import Game, IllegalActionError, player_name
 from arschloch_env.observation import Encoder
@@ -49,6 +49,9 @@ class SingleSeatEnv(gym.Env):
         on_illegal: ``"penalty"`` (void, penalised) or ``"raise"``.
         illegal_penalty: reward of a void illegal action.
         record_path: write every match as a game record there (closed by ``close()``).
+        mask_in_observation: the observation is the AEC env's dict, the vector with its int8
+            ``action_mask`` (as INTERFACES.md's action encoding has it), instead of the vector
+            alone, which SB3's ``MlpPolicy`` with ``action_masks()`` needs (the default).
     """
 
     metadata = {"render_modes": ["ansi", "human"]}
@@ -58,7 +61,7 @@ class SingleSeatEnv(gym.Env):
                  opponent_sampler: OpponentSampler | None = None, reward: str = "place",
                  on_illegal: str = "penalty", illegal_penalty: float = -0.1,
                  render_mode: str | None = None, record_path: str | None = None,
-                 **overrides: Any):
+                 mask_in_observation: bool = False, **overrides: Any):
         from agents.base import make_agent
         if num_players is None and not isinstance(rules, (Rules, dict)):
             num_players = 4
@@ -88,8 +91,15 @@ class SingleSeatEnv(gym.Env):
             self.opponents = []
         self.encoder = Encoder(self.rules.num_ranks)
         self.num_actions = 1 + 6 * self.rules.num_ranks
-        low, high = observation_bounds(self.encoder, self.rules)
-        self.observation_space = spaces.Box(low=low, high=high, dtype=np.float32)
+        if not isinstance(mask_in_observation, bool):
+            raise ValueError(f"mask_in_observation {mask_in_observation!r} is not a bool; "
+                             f"allowed: True, False")
+        self.mask_in_observation = mask_in_observation
+        if mask_in_observation:
+            self.observation_space = observation_dict_space(self.encoder, self.rules)
+        else:
+            low, high = observation_bounds(self.encoder, self.rules)
+            self.observation_space = spaces.Box(low=low, high=high, dtype=np.float32)
         self.action_space = spaces.Discrete(self.num_actions)
         self.match_index = -1
         self.game: Game | None = None
@@ -182,7 +192,9 @@ class SingleSeatEnv(gym.Env):
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _obs(self) -> np.ndarray:
+    def _obs(self) -> np.ndarray | dict[str, np.ndarray]:
+        if self.mask_in_observation:
+            return self.encoder.observation(self.game, self.seat)
         return self.encoder.observe(self.game, self.seat)
 
     def _learner_reward(self) -> float:

@@ -239,6 +239,29 @@ def test_gymnasium_check_env():
             check_env(env, skip_render_check=True)
 
 
+def test_single_seat_can_carry_the_mask_in_the_observation():
+    from gymnasium.utils.env_checker import check_env
+    env = SingleSeatEnv(rules="tavern", num_players=4, seat=2, rounds=1,
+                        mask_in_observation=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_env(env, skip_render_check=True)
+    flat = SingleSeatEnv(rules="tavern", num_players=4, seat=2, rounds=1)
+    obs, _ = env.reset(seed=3)
+    same, _ = flat.reset(seed=3)
+    done = False
+    while not done:
+        assert env.observation_space.contains(obs)
+        assert obs["action_mask"].dtype == np.int8
+        assert np.array_equal(obs["action_mask"], env.action_masks().astype(np.int8))
+        assert np.array_equal(obs["observation"], same)
+        action = int(np.flatnonzero(obs["action_mask"])[-1])
+        obs, _, done, _, _ = env.step(action)
+        same, *_ = flat.step(action)
+    with pytest.raises(ValueError, match="mask_in_observation 1 is not a bool"):
+        SingleSeatEnv(mask_in_observation=1)
+
+
 def test_sb3_check_env():
     from stable_baselines3.common.env_checker import check_env
     env = SingleSeatEnv(rules="culo-52", num_players=5, seat=None, rounds=1)
