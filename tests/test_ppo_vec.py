@@ -177,6 +177,49 @@ def test_batched_snapshots_match_each_snapshots_mlp(tmp_path):
         np.testing.assert_allclose(got[i], mlps[which[i]](obs[i]), rtol=1e-4, atol=1e-4)
 
 
+def test_one_rollout_over_tables_of_every_size(tmp_path):
+    """Tables of 3, 5 and 6 players step into one buffer, the learner's rows of all of them in
+    one forward and the snapshots' in another: each row keeps its table's seats, legal
+    actions and rewards, and the log-probability and value of its own observation. Agent
+    seats are checked move by move against mirror games (``vec.debug``)."""
+    import torch
+
+    from train import ppo_vec
+    from train.config import load_config
+    from train.league import League
+    from train.ppo_vec_io import actor_mlp
+    from train.ppo_vec_seats import NEG
+
+    cfg = load_config(CONFIGS[0], [*SMALL, "players=[3,5,6]", "vec.num_games=96",
+                                   "vec.critic_state=true"])
+    league = League(tmp_path / "league", cfg.league.max_snapshots)
+    tables, nets, _, buf, pool, gen, device = ppo_vec.setup(cfg, league, 0)
+    for k in range(2):
+        league.add_snapshot(actor_mlp(nets.actor, nets.activation), k)
+    pool.refresh()
+    for table in tables:
+        table.seat_games(np.arange(table.B))
+    stats = ppo_vec.collect_rollout(tables, nets, buf, gen, device)
+    assert stats["illegal"] == 0
+    assert {"current", "snapshots", "random", "greedy", "expert"} <= set(stats["seats"])
+    start = 0
+    for table in tables:
+        c = slice(start, start + table.B)
+        start += table.B
+        assert (buf.seat[:, c] < table.n).all() and not buf.rewards[:, c, table.n:].any()
+        assert np.take_along_axis(buf.mask[:, c], buf.action[:, c, None], axis=2).all()
+    trained = buf.trained
+    assert trained.any() and (~trained).any() and not buf.logp[~trained].any()
+    with torch.no_grad():
+        legal = torch.from_numpy(buf.mask[trained].astype(bool))
+        logp = torch.log_softmax(torch.where(legal, nets.actor(torch.from_numpy(
+            buf.obs[trained])), NEG), dim=-1)
+        chosen = logp.gather(1, torch.from_numpy(buf.action[trained])[:, None])[:, 0]
+        value = nets.critic(torch.from_numpy(buf.state[trained]))[:, 0]
+    np.testing.assert_allclose(chosen.numpy(), buf.logp[trained], atol=1e-4)
+    np.testing.assert_allclose(value.numpy(), buf.value[trained], atol=1e-4)
+
+
 def test_sampling_is_legal_and_follows_the_policy():
     import torch
 
