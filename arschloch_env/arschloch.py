@@ -141,26 +141,26 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def _check_options_type(options: Any) -> None:
+def check_reset_options(options: Any, allowed: dict[str, str],
+                        strict: bool = True) -> None:
+    """Refuses bad reset options before the reset changes anything: not a dict, a bad
+    ``match_index``, and a key not in ``allowed`` (``strict``; else a warning)."""
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"reset options must be a dict or None, not {type(options).__name__}")
-
-
-def _unknown_options_message(options: dict, allowed: dict[str, str]) -> str | None:
-    unknown = [k for k in options if k not in allowed]
-    if not unknown:
-        return None
-    return (f"unknown reset option {unknown[0]!r}; allowed: "
-            + "; ".join(f"{k!r} ({v})" for k, v in allowed.items()))
-
-
-def _check_match_index(options: dict) -> None:
-    if "match_index" not in options:
+    if not options:
         return
-    k = options["match_index"]
+    unknown = [k for k in options if k not in allowed]
+    if unknown:
+        message = (f"unknown reset option {unknown[0]!r}; allowed: "
+                   + "; ".join(f"{k!r} ({v})" for k, v in allowed.items()))
+        if strict:
+            raise ValueError(message)
+        import gymnasium
+        gymnasium.logger.warn(message)
+    k = options.get("match_index", 0)
     if not (_is_int(k) and k >= 0):
         raise ValueError(f"reset option 'match_index' {k!r} is not a match number; allowed: "
-                         f"an int >= 0")
+                         f"{RESET_OPTIONS['match_index']}")
 
 
 def _refuse_if_closed(writer: RecordWriter | None, closed: bool) -> None:
@@ -361,18 +361,11 @@ class raw_env(AECEnv):
         return self.possible_agents[self._seat_of(agent)]
 
     def _check_options(self, options: Any) -> None:
-        """Refuses bad reset options before the reset changes anything."""
-        _check_options_type(options)
-        if not options:
-            return
-        unknown = _unknown_options_message(options, RESET_OPTIONS)
-        if unknown:
-            import gymnasium
-            # A warning, not an error: PettingZoo's api_test checks the signature of reset()
-            # with a made-up option.
-            gymnasium.logger.warn(unknown)
-        _check_match_index(options)
-        self._check_agents_option(options)
+        # A warning for an unknown key, not an error: PettingZoo's api_test checks the
+        # signature of reset() with a made-up option.
+        check_reset_options(options, RESET_OPTIONS, strict=False)
+        if options:
+            self._check_agents_option(options)
 
     def _check_agents_option(self, options: dict) -> None:
         labels = options.get("agents")

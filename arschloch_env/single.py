@@ -22,9 +22,8 @@ import numpy as np
 from gymnasium import spaces
 
 from arschloch_env.arschloch import (
-    REWARD_MODES, RESET_OPTIONS, _check_match_index, _check_options_type, _is_int,
-    _next_match_index, _refuse_if_closed, _unknown_options_message, observation_bounds,
-    observation_dict_space, place_reward,
+    REWARD_MODES, RESET_OPTIONS, _is_int, _next_match_index, _refuse_if_closed,
+    check_reset_options, observation_bounds, observation_dict_space, place_reward,
 )
 from arschloch_env.engine import Game, IllegalActionError, player_name
 from arschloch_env.observation import Encoder
@@ -111,7 +110,7 @@ class SingleSeatEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         _refuse_if_closed(self._writer, self._closed)
-        _check_options(options)
+        check_reset_options(options, SINGLE_RESET_OPTIONS)
         super().reset(seed=seed)
         from agents.runner import reset_agents
         n = self.rules.num_players
@@ -235,14 +234,3 @@ def _finite_reward(name: str, value: Any) -> float:
         raise ValueError(f"{name} {value!r} is not a reward; allowed: a finite number "
                          f"such as -0.1")
     return float(value)
-
-
-def _check_options(options: Any) -> None:
-    """Refuses bad reset options before the reset changes anything."""
-    _check_options_type(options)
-    if not options:
-        return
-    unknown = _unknown_options_message(options, SINGLE_RESET_OPTIONS)
-    if unknown:
-        raise ValueError(unknown)
-    _check_match_index(options)
