@@ -436,7 +436,8 @@ def policy_files(cfg: TrainConfig) -> tuple[str, ...]:
 
 def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
           progress: bool | None = None) -> Path:
-    """Trains per ``cfg`` into ``run_dir`` and returns the final checkpoint's path."""
+    """Trains per ``cfg`` into ``run_dir`` and returns the final checkpoint's path (called by
+    :func:`train.sb3_trainer.train`, which has settled whether the run is new or resumed)."""
     passive_openmp(cfg)
     from train.ppo_vec_run import Bookkeeper
     from train.sb3_trainer import RunDir
@@ -446,15 +447,10 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     meta: dict[str, Any] | None = None
     state: dict[str, Any] | None = None
     if resume:
-        if not run.latest.is_file():
-            raise ConfigError(f"--resume: {run.root} has no checkpoint yet (latest.json)")
         latest = json.loads(run.latest.read_text())
         meta = json.loads((run.root / latest["meta"]).read_text())
         state = load_checkpoint(run.root / latest["checkpoint"])
         run.write_config(cfg)
-    elif run.latest.is_file() or run.checkpoints.is_dir() and any(run.checkpoints.iterdir()):
-        raise ConfigError(f"run directory {run.root} already holds a run; use --resume to "
-                          f"continue it or --run-dir for a new one")
     else:
         if cfg.init_from is not None:
             state = init_checkpoint(cfg)

@@ -261,6 +261,9 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             if (moved := run.set_aside()) is not None:
                 print(f"the files of the attempt that stopped before its first checkpoint are "
                       f"kept in {moved}", file=sys.stderr)
+        elif not resume:
+            raise ConfigError(f"run directory {run.root} already holds a run; use --resume to "
+                              f"continue it or --run-dir for a new one")
         if cfg.algo == "ppo-vec":
             from train import ppo_vec
             return ppo_vec.train(cfg, run_dir, resume=resume, progress=progress)
@@ -278,9 +281,6 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
     if resume:
         meta = json.loads((run.root / json.loads(run.latest.read_text())["meta"]).read_text())
         run.write_config(cfg)
-    elif run.latest.is_file() or run.checkpoints.is_dir() and any(run.checkpoints.iterdir()):
-        raise ConfigError(f"run directory {run.root} already holds a run; use --resume to "
-                          f"continue it or --run-dir for a new one")
     else:
         run.create(cfg)
 
