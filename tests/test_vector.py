@@ -412,6 +412,11 @@ def test_vec_env_batched_opponent_and_maskable_ppo():
     assert calls and max(calls) <= 8
     with pytest.raises(ValueError, match="seat 4"):
         ArschlochVecEnv("culo", 4, num_envs=2, seat=4)
+    with pytest.raises(ValueError, match="seat True"):
+        ArschlochVecEnv("culo", 4, num_envs=2, seat=True)
+    numpy_seat = ArschlochVecEnv("culo", 4, num_envs=2, seat=np.int64(2))
+    numpy_seat.reset()
+    assert numpy_seat.seats.tolist() == [2, 2] and type(numpy_seat.fixed_seat) is int
 
 
 def test_vec_env_takes_agents_that_play_on_the_observation():
