@@ -335,7 +335,7 @@ def test_export_matches_the_torch_actor(small_run, tmp_path):
     from train.ppo_vec_io import load_checkpoint
 
     out = tmp_path / "bots" / "vec"
-    res = cli("export", small_run, "--out", out)
+    res = cli("export", small_run, "--out", out, "--torch")
     assert res.returncode == 0, res.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["training"]["algo"] == "ppo-vec" and manifest["players"] == [4]
@@ -358,6 +358,10 @@ def test_export_matches_the_torch_actor(small_run, tmp_path):
     actions, logits = load_bundle(out).policy(obs, masks)
     assert np.abs(logits - ref).max() < 1e-4
     assert (actions == np.where(masks > 0, ref, -np.inf).argmax(axis=1)).all()
+    program = torch.export.load(str(out / "policy.pt2")).module()
+    torch_actions, torch_logits = program(torch.from_numpy(obs), torch.from_numpy(masks))
+    assert (torch_actions.numpy() == actions).all()
+    assert np.abs(torch_logits.numpy() - ref).max() < 1e-4
     res = cli("simulate", "--rules", "culo", "--players", "4", "--matches", "2",
               "--agents", out, "random", "random", "random")
     assert res.returncode == 0, res.stderr

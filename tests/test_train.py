@@ -214,14 +214,14 @@ def _observations(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
-    from train.export import policy_mlp, torchscript_policy, write_bundle
+    from train.export import policy_mlp, torch_policy, write_bundle
     from train.sb3_trainer import rules_for
     model = _untrained_model(seed=3)
     mlp = policy_mlp(model)
     out = tmp_path_factory.mktemp("bots") / "parity"
     rules = rules_for(load_config(SMOKE)).to_dict()
     write_bundle(out, mlp, rules, ["culo"], [4], "parity", {"steps": 0},
-                 torchscript_model=torchscript_policy(mlp))
+                 torch_program=torch_policy(mlp))
     return out, model
 
 
@@ -240,9 +240,11 @@ def test_onnx_bundle_matches_torch_policy(bundle):
     assert np.abs(raw - ref).max() < 1e-5
     masked = np.where(masks > 0, torch_logits, -np.inf)
     assert (actions == masked.argmax(axis=1)).all()
-    ts = torch.jit.load(str(out / "policy.torchscript.pt"))
-    ts_actions, _ = ts(torch.as_tensor(obs), torch.as_tensor(masks))
-    assert (ts_actions.numpy() == actions).all()
+    program = torch.export.load(str(out / "policy.pt2")).module()
+    torch_actions, _ = program(torch.as_tensor(obs), torch.as_tensor(masks))
+    assert (torch_actions.numpy() == actions).all()
+    one_action, _ = program(torch.as_tensor(obs[:1]), torch.as_tensor(masks[:1]))
+    assert one_action.tolist() == actions[:1].tolist()
 
 
 def test_bundle_loads_and_plays_without_torch(bundle):

@@ -47,7 +47,9 @@ def add_export_parser(sub) -> None:
                         "checkpoint (.zip of algo ppo, .pt of algo ppo-vec)")
     p.add_argument("--out", required=True, metavar="DIR", help="bundle directory, e.g. bots/NAME")
     p.add_argument("--name", help="the bot's name (default: the --out directory's name)")
-    p.add_argument("--torchscript", action="store_true", help="also write a TorchScript file")
+    p.add_argument("--torch", action="store_true",
+                   help="also write the policy as a torch.export program (policy.pt2; "
+                        "load it with torch.export.load(path).module())")
     p.set_defaults(func=_cmd_export)
 
 
@@ -157,7 +159,7 @@ def checkpoint_policy(checkpoint: Path):
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from train.export import torchscript_policy, write_bundle
+    from train.export import torch_policy, write_bundle
 
     checkpoint, meta = resolve_checkpoint(Path(args.source))
     mlp = checkpoint_policy(checkpoint)
@@ -174,7 +176,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     out = write_bundle(args.out, mlp, rules, presets=[rules["preset"]],
                        players=cfg.get("players", [rules["num_players"]]),
                        name=args.name or Path(args.out).name, training=training,
-                       torchscript_model=torchscript_policy(mlp) if args.torchscript else None)
+                       torch_program=torch_policy(mlp) if args.torch else None)
     print(f"bundle written to {out}; use it as an agent spec, e.g.\n"
           f"  arschloch play --rules {rules['preset']} --players {rules['num_players']} "
           f"--bots {out} {out} {out}")

@@ -23,7 +23,8 @@ from agents.mlp import MLP
 from arschloch_env.observation import LAST_SLICE, Layout
 
 ONNX_OPSET = 17
-BUNDLE_FILES = frozenset({"manifest.json", "policy.onnx", "policy.torchscript.pt"})
+# policy.torchscript.pt: the optional torch file of bundles written before policy.pt2
+BUNDLE_FILES = frozenset({"manifest.json", "policy.onnx", "policy.pt2", "policy.torchscript.pt"})
 """What an export writes: all it may replace in an existing ``--out``."""
 
 
@@ -83,7 +84,7 @@ def policy_mlp(model) -> MLP:
 
 def write_bundle(out: str | Path, mlp: MLP, rules: dict[str, Any], presets: list[str],
                  players: list[int], name: str, training: dict[str, Any],
-                 torchscript_model=None) -> Path:
+                 torch_program=None) -> Path:
     """Writes a bundle directory; an existing one is replaced only once the new one is whole.
 
     Raises:
@@ -102,8 +103,9 @@ def write_bundle(out: str | Path, mlp: MLP, rules: dict[str, Any], presets: list
     tmp.chmod(0o755)
     try:
         onnx.save(mlp_to_onnx(mlp, num_actions), tmp / "policy.onnx")
-        if torchscript_model is not None:
-            torchscript_model.save(str(tmp / "policy.torchscript.pt"))
+        if torch_program is not None:
+            import torch
+            torch.export.save(torch_program, str(tmp / "policy.pt2"))
         manifest = {
             "format": BUNDLE_FORMAT,
             "bundle_version": BUNDLE_VERSION,
@@ -164,8 +166,9 @@ def check_replaceable(out: Path) -> None:
                           f"away first")
 
 
-def torchscript_policy(mlp: MLP):
-    """A TorchScript module (observation, action_mask) -> (action, logits), optional extra."""
+def torch_policy(mlp: MLP):
+    """The policy as a ``torch.export`` program (observation, action_mask) -> (action, logits),
+    for any batch size; ``torch.export.load(path).module()`` runs it."""
     import torch
 
     class Policy(torch.nn.Module):
@@ -179,11 +182,15 @@ def torchscript_policy(mlp: MLP):
                 mods.append(lin)
                 if i < len(mlp.layers) - 1:
                     mods.append(torch.nn.Tanh() if mlp.activation == "tanh" else torch.nn.ReLU())
-            self.net = torch.nn.Sequential(*mods)
+            # a program for play: its outputs carry no autograd history
+            self.net = torch.nn.Sequential(*mods).requires_grad_(False)
 
         def forward(self, observation: torch.Tensor, action_mask: torch.Tensor):
             logits = self.net(observation)
             masked = torch.where(action_mask > 0, logits, torch.full_like(logits, -1e30))
             return torch.argmax(masked, dim=-1), logits
 
-    return torch.jit.script(Policy())
+    batch = torch.export.Dim("batch")
+    example = (torch.zeros(2, mlp.input_size), torch.ones(2, mlp.output_size, dtype=torch.int8))
+    return torch.export.export(Policy(), example, dynamic_shapes={
+        "observation": {0: batch}, "action_mask": {0: batch}})
