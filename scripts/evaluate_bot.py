@@ -160,12 +160,33 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all)")
     args = p.parse_args(argv)
+    check_args(p, args)
+    from train.tournament import TournamentError
+
+    try:
+        return evaluate(args, argv)
+    except TournamentError as exc:  # a field spec or table size the tournament refuses
+        p.error(str(exc))
+
+
+def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuses, before any game, what would otherwise fail with a traceback mid-way."""
     for name in ("deals", "greedy_deals", "ladder_deals", "mc_deals", "other_deals"):
         value = getattr(args, name)
         if value is not None and (value < 0 or value == 1):
             p.error(f"--{name.replace('_', '-')} {value}: 0 (skip) or at least 2 (an interval "
                     f"needs two deals)")
+    if args.jobs is not None and args.jobs < 1:
+        p.error(f"--jobs {args.jobs}: at least 1 (or leave it out: every core)")
+    if args.seed < 0:
+        p.error(f"--seed {args.seed}: at least 0")
+    if not (Path(args.bot) / "manifest.json").is_file():
+        p.error(f"{args.bot!r} holds no bot bundle (no manifest.json); give a bundle directory "
+                f"such as bots/NAME")
 
+
+def evaluate(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """Plays (or reads back) every tournament and writes evaluation.md."""
     manifest = json.loads((Path(args.bot) / "manifest.json").read_text())
     rules = manifest["rules"]
     main_n = 4 if 4 in manifest["players"] else manifest["players"][0]

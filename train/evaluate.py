@@ -11,7 +11,8 @@ from agents.mlp import MLP, MLPAgent
 def evaluate_fields(mlp: MLP, rules, fields: list[str], deals: int, seed: int,
                     jobs: int = 1) -> dict[str, dict[str, Any]]:
     """Per field: the greedy policy's rank points per round (n - place) with the 95% CI over
-    deals, its advantage over par ((n-1)/2) with CI, and its President and Arschloch rates."""
+    deals, its advantage over par ((n-1)/2) with CI, and its President and Arschloch rates.
+    With one deal the CI bounds are ``None``."""
     from train.tournament import run_tournament
 
     out = {}
@@ -28,8 +29,13 @@ def evaluate_fields(mlp: MLP, rules, fields: list[str], deals: int, seed: int,
         out[field_spec] = {
             "deals": res.deals_done,
             "rank_points": rp.mean, "ci_low": rp.low, "ci_high": rp.high,
-            "advantage": rp.mean - par, "advantage_ci_low": rp.low - par,
-            "advantage_ci_high": rp.high - par,
+            "advantage": rp.mean - par, "advantage_ci_low": _shifted(rp.low, par),
+            "advantage_ci_high": _shifted(rp.high, par),
             "president_rate": m["president"].mean, "arschloch_rate": m["arschloch"].mean,
         }
     return out
+
+
+def _shifted(bound: float | None, par: float) -> float | None:
+    """An interval bound over par; one deal has no interval (``None``)."""
+    return None if bound is None else bound - par

@@ -39,16 +39,21 @@ def _est(e: Estimate | None, digits: int = 3, pct: bool = False) -> str:
     return e.text(digits)
 
 
+def block_unit(res: TournamentResult) -> str:
+    """What one block is: a deal (duplicate mode) or a whole match from one seed (session)."""
+    return "deal" if res.mode == "duplicate" else "session"
+
+
 def headline(res: TournamentResult) -> str:
     r = res.rules
     what = ("duplicate, 1 round per deal" if res.mode == "duplicate"
             else "session, whole matches per seed")
+    unit = block_unit(res)
     status = "" if res.complete else (f" -- INTERRUPTED: {res.deals_done} of "
-                                      f"{res.deals_requested} deals finished")
-    unit = "deal(s)" if res.mode == "duplicate" else "session(s)"
-    return (f"{r['preset']}, {r['num_players']} players, {what}: {res.deals_done} {unit} x "
+                                      f"{res.deals_requested} {unit}s finished")
+    return (f"{r['preset']}, {r['num_players']} players, {what}: {res.deals_done} {unit}(s) x "
             f"{len(res.seat_orders)} seating(s) = {res.games} game(s), {res.rounds} round(s); "
-            f"seed {res.seed}; {res.level:.0%} CI over {unit[:-3]}s{status}")
+            f"seed {res.seed}; {res.level:.0%} CI over {unit}s{status}")
 
 
 def markdown_table(res: TournamentResult) -> str:
@@ -84,7 +89,7 @@ def paired_lines(res: TournamentResult) -> list[str]:
         e = p["metrics"]["score"]
         rp = p["metrics"]["rank_points"]
         if e.half_width is None:
-            ci = "(one deal: no interval)"
+            ci = f"(one {block_unit(res)}: no interval)"
         else:
             ci = f"[{e.low:+.3f}, {e.high:+.3f}]"
             if e.low > 0 or e.high < 0:
@@ -98,21 +103,24 @@ def text_report(res: TournamentResult) -> str:
     """The printed summary: headline, table, paired differences."""
     parts = [headline(res)]
     if not res.metrics:
-        parts.append("no deal finished: nothing to report")
+        parts.append(f"no {block_unit(res)} finished: nothing to report")
         return "\n".join(parts)
     parts += ["", markdown_table(res), "",
-              f"paired differences on identical deals ({res.level:.0%} CI; * = excludes 0):"]
+              f"paired differences on identical {block_unit(res)}s ({res.level:.0%} CI; "
+              f"* = excludes 0):"]
     parts += ["  " + line for line in paired_lines(res)]
     return "\n".join(parts)
 
 
 def markdown_report(res: TournamentResult) -> str:
     r = res.rules
+    unit = block_unit(res)
     lines = [f"# Tournament: {r['preset']}, {r['num_players']} players, {res.mode} mode", "",
              headline(res), "", markdown_table(res), "",
              "Score: rank points per round over n - 1 (1 = President, 0 = Arschloch). "
-             "Intervals are Student-t over deals (a deal with all its seatings is one block).",
-             "", f"## Paired differences on identical deals ({res.level:.0%} CI)", ""]
+             f"Intervals are Student-t over {unit}s (a {unit} with all its seatings is one "
+             f"block).", "", f"## Paired differences on identical {unit}s ({res.level:.0%} CI)",
+             ""]
     lines += [f"- {line}" for line in paired_lines(res)] or ["- none"]
     lines += ["", "## Places", "", "| bot | " + " | ".join(
         str(p) for p in range(1, r["num_players"] + 1)) + " |",
@@ -197,7 +205,7 @@ def plots(res: TournamentResult) -> dict[str, bytes]:
     ax.set_ylim(0, 1)
     ax.set_ylabel("score (rank points / (n-1))")
     ax.set_title(f"{res.rules['preset']}, {res.num_players} players: score, "
-                 f"{res.level:.0%} CI over {res.deals_done} deals", fontsize=9)
+                 f"{res.level:.0%} CI over {res.deals_done} {block_unit(res)}s", fontsize=9)
     out["score.png"] = _plot_bytes(fig)
     plt.close(fig)
 
@@ -220,7 +228,8 @@ def plots(res: TournamentResult) -> dict[str, bytes]:
 
 def write_outputs(res: TournamentResult, out_dir: str | os.PathLike,
                   with_plots: bool = True) -> list[Path]:
-    """Writes results.json, results.md, results.csv and the plots; returns the paths."""
+    """Writes results.json, results.md, results.csv and the plots; returns the paths. Report
+    files of an earlier run that this one does not write are removed."""
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out {str(out)!r} is a file; give a directory")
@@ -236,8 +245,17 @@ def write_outputs(res: TournamentResult, out_dir: str | os.PathLike,
     for name, data in files.items():
         _atomic_write(out / name, data)
         written.append(out / name)
+    _remove_stale(out, [name for name in FILES if name not in files])
     return written
 
 
-__all__ = ["FILES", "csv_text", "headline", "markdown_report", "markdown_table", "plots",
-           "text_report", "write_outputs"]
+def _remove_stale(out: Path, names: list[str]) -> None:
+    """Removes report files an earlier run left in ``out`` that this one did not write (its
+    plots, under --no-plots): beside the new results they would show other numbers."""
+    for name in names:
+        if (out / name).is_file():
+            (out / name).unlink()
+
+
+__all__ = ["FILES", "block_unit", "csv_text", "headline", "markdown_report", "markdown_table",
+           "plots", "text_report", "write_outputs"]

@@ -30,17 +30,23 @@ a bot's play depends only on that.
 
 Metrics per bot, per round it played: ``score`` (rank points over ``n - 1``: 1 for President,
 0 for Arschloch), ``rank_points`` (``n - place``), ``president`` and ``arschloch`` rates,
-``place``; in session mode also ``win`` (match win share, ties split). Each is a mean over
-blocks of the bot's block means, with a 95% Student-t interval over blocks (see
-:mod:`train.stats`); paired differences between bots use the same blocks. OpenSkill
+``place``; in session mode also ``win`` (match win share, ties split). A bot's block mean
+is the mean over the block's games (seatings, each counting once) of its mean in the game;
+each figure is the mean over blocks of the block means, with a 95% Student-t interval over
+blocks (see :mod:`train.stats`); paired differences between bots use the same blocks. OpenSkill
 (Plackett-Luce) ratings are fitted to every finishing order in block order.
+
+A tournament stopped by Ctrl-C keeps the finished blocks ``0..k-1`` before the first one
+missing, so its figures are those of a complete tournament of ``k`` deals, whatever the jobs.
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
+import math
 import multiprocessing as mp
+import operator
 import os
 import secrets
 import signal
@@ -306,6 +312,44 @@ class TournamentResult:
         }
 
 
+def _round_figures(place: int, n: int) -> dict[str, float]:
+    """One seat's figures in one round, from its place."""
+    return {"score": (n - place) / (n - 1), "rank_points": float(n - place),
+            "president": float(place == 1), "arschloch": float(place == n),
+            "place": float(place)}
+
+
+def _game_means(game: dict, n: int, k: int) -> list[dict[str, float]]:
+    """Per bot, its mean figures over every round and seat it had in one game, and its share
+    of the match win (ties split) per seat."""
+    seating, winners = game["seating"], game["winners"]
+    sums = [dict.fromkeys(ROUND_METRICS, 0.0) for _ in range(k)]
+    rounds_seats = [0] * k
+    for places in game["rounds"]:
+        for seat, b in enumerate(seating):
+            for m, v in _round_figures(places[seat], n).items():
+                sums[b][m] += v
+            rounds_seats[b] += 1
+    seats, wins = [0] * k, [0.0] * k
+    for seat, b in enumerate(seating):
+        seats[b] += 1
+        wins[b] += (1.0 / len(winners)) if seat in winners else 0.0
+    return [{**{m: sums[b][m] / rounds_seats[b] for m in ROUND_METRICS},
+             "win": wins[b] / seats[b]} for b in range(k)]
+
+
+def _block_means(block: dict, n: int, k: int, names: list[str]) -> list[dict[str, float]]:
+    """Per bot, the mean over the block's games of its game means.
+
+    Every game (seating) counts once, however many rounds it lasted: the seatings put every
+    bot in every seat equally often, and only equal weights keep that balance, which is what
+    cancels the card luck. Pooling rounds would let one long match (a points target) outweigh
+    the other seatings of its block."""
+    per_game = [_game_means(g, n, k) for g in block["games"]]
+    return [{m: math.fsum(g[b][m] for g in per_game) / len(per_game) for m in names}
+            for b in range(k)]
+
+
 def summarise(blocks: list[dict], *, rules: Rules, rules_given: Rules, mode: str,
               seatings: str, seed: int, deals: int, bots: list[Any], labels: list[str],
               table: list[int], seat_orders: list[tuple[int, ...]], complete: bool,
@@ -322,9 +366,6 @@ def summarise(blocks: list[dict], *, rules: Rules, rules_given: Rules, mode: str
     finishing: list[tuple[tuple[int, ...], list[int]]] = []
     games = rounds = 0
     for block in blocks:
-        sums = {m: [0.0] * k for m in metrics_names}
-        cnt = [0] * k
-        wins, wcnt = [0.0] * k, [0] * k
         for g in block["games"]:
             games += 1
             seating = g["seating"]
@@ -333,24 +374,12 @@ def summarise(blocks: list[dict], *, rules: Rules, rules_given: Rules, mode: str
                 finishing.append((tuple(seating), places))
                 for seat, b in enumerate(seating):
                     p = places[seat]
-                    sc = (n - p) / (n - 1)
-                    sums["score"][b] += sc
-                    sums["rank_points"][b] += n - p
-                    sums["president"][b] += p == 1
-                    sums["arschloch"][b] += p == n
-                    sums["place"][b] += p
-                    cnt[b] += 1
                     place_counts[b][p - 1] += 1
-                    seat_sum[b][seat] += sc
+                    seat_sum[b][seat] += (n - p) / (n - 1)
                     seat_cnt[b][seat] += 1
-            for seat, b in enumerate(seating):
-                wins[b] += (1.0 / len(g["winners"])) if seat in g["winners"] else 0.0
-                wcnt[b] += 1
-        for b in range(k):
-            for m in ROUND_METRICS:
-                per_block[m][b].append(sums[m][b] / cnt[b])
-            if mode == "session":
-                per_block["win"][b].append(wins[b] / wcnt[b])
+        for b, means in enumerate(_block_means(block, n, k, metrics_names)):
+            for m in metrics_names:
+                per_block[m][b].append(means[m])
     metrics: dict[str, dict[str, Estimate]] = {}
     paired: list[dict] = []
     if blocks:
@@ -383,9 +412,18 @@ def summarise(blocks: list[dict], *, rules: Rules, rules_given: Rules, mode: str
 
 # -- the API ----------------------------------------------------------------------------------
 
+def _as_int(name: str, value: Any) -> int:
+    """``value`` as a plain int; numpy's integers are integers too, a bool is not."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        return operator.index(value)
+    except TypeError:
+        raise TournamentError(f"{name}: {value!r} is not an integer") from None
+
+
 def _check_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TournamentError(f"{name}: {value!r} is not an integer")
+    value = _as_int(name, value)
     if value < low:
         raise TournamentError(f"{name}: {value} is not allowed; it must be at least {low}")
     return value
@@ -403,6 +441,40 @@ def _fixes_players(rules: Any, overrides: dict) -> bool:
         except RulesError:
             return False
     return False
+
+
+def _make_rules(rules: Any, players: int | None, overrides: dict, specs: int) -> Rules:
+    """The rules of the tournament; the table size is the number of specs when one is given
+    per seat and nothing else names it.
+
+    Raises:
+        TournamentError: invalid rules; a table size counted from the specs says so, as the
+            user never typed that number.
+    """
+    if players is not None:
+        players = _as_int("players", players)  # the rules name the allowed range
+    counted = players is None and specs > 2 and not _fixes_players(rules, overrides)
+    if counted:
+        players = specs
+    try:
+        return make_rules(rules, players, **overrides)
+    except RulesError as exc:
+        if counted and str(exc).startswith("num_players:"):
+            raise TournamentError(f"bots: {specs} specs, one per seat, make a table of {specs} "
+                                  f"players; {exc}") from None
+        raise TournamentError(str(exc)) from None
+
+
+def _unbroken_prefix(done: dict[int, dict]) -> list[dict]:
+    """The finished blocks ``0..k-1`` before the first one missing.
+
+    Workers finish blocks out of order, and those still running at Ctrl-C tend to be the slow
+    ones: keeping the later blocks would bias the sample towards quick deals and make a
+    partial result depend on the number of jobs."""
+    k = 0
+    while k in done:
+        k += 1
+    return [done[d] for d in range(k)]
 
 
 def default_jobs() -> int:
@@ -437,7 +509,8 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
 
     Returns:
         The :class:`TournamentResult`; ``complete`` is false when Ctrl-C stopped it (the
-        figures are then those of the blocks that finished).
+        figures, and the record, are then those of the deals ``0..k-1`` that finished before
+        the first one that did not).
 
     Raises:
         TournamentError: bad arguments, unknown bot specs, or a bot that does not support the
@@ -450,15 +523,13 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
                               f"{', '.join(SEATINGS)}")
     deals = _check_int("deals", deals, 1)
     jobs = default_jobs() if jobs is None else _check_int("jobs", jobs, 1)
-    if not 0.0 < level < 1.0:
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0.0 < level < 1.0:
         raise TournamentError(f"level: {level!r} must lie strictly between 0 and 1")
     if seed is None:
         seed = secrets.randbits(31)
     seed = _check_int("seed", seed, 0)
+    given = _make_rules(rules, players, overrides, len(bots))
     try:
-        if players is None and len(bots) > 2 and not _fixes_players(rules, overrides):
-            players = len(bots)  # one spec per seat: the table has that many seats
-        given = make_rules(rules, players, **overrides)
         played = given.replace(rounds=1) if mode == "duplicate" else given
     except RulesError as exc:
         raise TournamentError(str(exc)) from None
@@ -511,18 +582,14 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
             interrupted = True
         finally:
             bar.close()
-            if writer is not None:
-                for d in sorted(done):  # blocks that finished out of order
-                    if done[d]["events"] is not None:
-                        for events in done[d]["events"]:
-                            writer.write_match(events)
-                        done[d]["events"] = None
+            if writer is not None:  # it holds the unbroken prefix already
                 writer.close()
         interrupted = interrupted or stop.flag
-    result = summarise(list(done.values()), rules=played, rules_given=given, mode=mode,
+    kept = _unbroken_prefix(done)
+    result = summarise(kept, rules=played, rules_given=given, mode=mode,
                        seatings=seatings, seed=seed, deals=deals, bots=specs, labels=labels,
                        table=table, seat_orders=orders,
-                       complete=not interrupted and len(done) == deals, level=level)
+                       complete=not interrupted and len(kept) == deals, level=level)
     result.run = {"jobs": jobs, "elapsed_s": round(time.time() - started, 3),
                   "interrupted": interrupted,
                   "record": str(record) if record is not None else None,

@@ -56,9 +56,10 @@ def _check_out(out: str) -> None:
         raise CliError(f"--out {out!r}: {str(base)!r} is not a writable directory")
 
 
-def _check_record(record: str, out: str) -> None:
-    """A record that is a directory, or that takes the place of --out or of one of the files
-    written into it, fails now, not after the games."""
+def _check_record(record: str, out: str, inputs: dict[str, list[str]]) -> None:
+    """A record that is a directory, that takes the place of --out or of one of the files
+    written into it, or that would overwrite an input (the rules file, a file of a bot's
+    bundle: ``inputs`` per option), fails now, not after the games."""
     from arschloch_env.records import check_record_path
     from train.report import FILES
 
@@ -66,13 +67,48 @@ def _check_record(record: str, out: str) -> None:
         check_record_path(record)
     except ValueError as exc:
         raise CliError(f"--record {record}: {exc}") from None
-    rec, out_dir = Path(record).absolute(), Path(out).absolute()
+    # resolve(), not absolute(): "o/../o/results.json" and links name the same file
+    rec, out_dir = Path(record).resolve(), Path(out).resolve()
+    for option, paths in inputs.items():
+        for given in paths:
+            path = Path(given).resolve()
+            if rec == path or (rec.exists() and path in rec.parents):
+                what = "" if rec == path else f"{rec.name} of "
+                raise CliError(f"--record {record!r} would overwrite {what}{option} {given!r}; "
+                               f"give the record another name")
     if rec == out_dir or rec in out_dir.parents:
         raise CliError(f"--record {record!r} is where --out {out!r} needs a directory; give "
                        f"the record another name")
     if rec.parent == out_dir and rec.name in FILES:
         raise CliError(f"--record {record!r} would be overwritten by the results; allowed: "
                        f"any name in --out but {', '.join(FILES)}")
+
+
+def _fresh_out(out: str) -> str:
+    """``out``, or ``out-2``, ``out-3`` ... the first that does not exist yet, made now.
+
+    The default --out is named after the second the run started: two runs started in the
+    same second must not write into one directory (the later would replace the results of
+    the earlier, or mix its files with them)."""
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    for i in range(1, 10_000):
+        path = out if i == 1 else f"{out}-{i}"
+        try:
+            Path(path).mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise CliError(f"--out: {out!r} and its numbered variants exist; give --out")
+
+
+def _input_paths(args: argparse.Namespace) -> dict[str, list[str]]:
+    """The files and directories the tournament reads, per option: a rules file, bundles
+    (a preset or a built-in bot's name is no path, even where a file has that name)."""
+    from agents.base import BUILTIN
+    from arschloch_env.rules import PRESETS
+
+    return {"--rules": [] if args.rules in PRESETS else [args.rules],
+            "--bots": [b for b in args.bots if b not in BUILTIN]}
 
 
 def _cmd_tournament(args: argparse.Namespace) -> int:
@@ -83,7 +119,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     out = args.out or f"runs/tournament/{time.strftime('%Y%m%d-%H%M%S')}"
     _check_out(out)
     if args.record:
-        _check_record(args.record, out)
+        _check_record(args.record, out, _input_paths(args))
     try:
         res = run_tournament(args.rules, args.bots, args.deals, args.seed, args.mode,
                              args.jobs, players=args.players, seatings=args.seatings,
@@ -96,6 +132,8 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     print(text_report(res))
     if res.deals_done:
+        if args.out is None:
+            out = _fresh_out(out)
         written = write_outputs(res, out, with_plots=not args.no_plots)
         print(f"\nwrote {', '.join(p.name for p in written)} to {out}")
     if args.record:

@@ -1,0 +1,217 @@
+"""Audit of the evaluation layer: each test pins a defect that was found in the tournaments,
+their statistics, reports or the evaluation scripts, and stays as its regression test."""
+
+import importlib.util
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import train.tournament as tournament
+from arschloch_env.cli import main as cli_main
+from arschloch_env.cli import match_seed
+from arschloch_env.rules import make_rules
+from train.report import write_outputs
+from train.tournament import TournamentError, run_tournament, seatings_of, summarise
+
+ROOT = Path(__file__).resolve().parents[1]
+BUNDLE = ROOT / "bots" / "ppo_vec_culo_multi"
+
+
+def _figures(res):
+    """Every figure of a result, without what says how and how far it ran."""
+    d = res.to_dict()
+    for key in ("run", "complete", "deals_requested"):
+        d.pop(key)
+    return d
+
+
+# -- interrupted tournaments -------------------------------------------------------------------
+
+def test_interrupted_pool_keeps_only_the_unbroken_prefix_of_deals(monkeypatch, tmp_path):
+    """Workers finish blocks out of order; at Ctrl-C the block still being played (often the
+    slowest: a length-biased choice) is missing while later ones are done. Keeping only deals
+    0..k-1 makes a partial result the complete result of its first k deals, whatever --jobs."""
+
+    def out_of_order(player, deals, jobs, stop):
+        for d in (0, 3, 1):  # deal 2 still in a worker when Ctrl-C came
+            yield player.play(d)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tournament, "_blocks_in_pool", out_of_order)
+    rec = tmp_path / "games.jsonl"
+    cut = run_tournament("culo", ["greedy", "random"], deals=6, seed=4, jobs=2, record=rec)
+    full = run_tournament("culo", ["greedy", "random"], deals=2, seed=4, jobs=1)
+    assert not cut.complete and cut.run["interrupted"]
+    assert cut.deal_seeds == [match_seed(4, 0), match_seed(4, 1)]
+    assert _figures(cut) == _figures(full)
+    indices = [json.loads(line)["index"] for line in rec.read_text().splitlines()
+               if '"event": "match"' in line]
+    assert indices == [0] * 4 + [1] * 4 and cut.run["record_matches"] == 8
+
+
+# -- block means -------------------------------------------------------------------------------
+
+def test_session_block_mean_weights_every_seating_equally():
+    """A block's figure is the mean over its games (seatings), each game counting once, so
+    that every bot sits in every seat equally often in it. Pooling rounds instead lets a long
+    match (culo-points) outweigh the others and brings back the seat luck the design cancels.
+
+    3 players, the candidate (0) against two copies of the field (1): in the seating with the
+    candidate in seat 0 it wins all 4 rounds; in the two others it is last in a single round.
+    Per game 1, 0, 0: the block mean is 1/3 (pooled rounds would give 4/6)."""
+    orders = seatings_of([0, 1, 1])
+    games = []
+    for order in orders:
+        cand = order.index(0)
+        if cand == 0:
+            rounds = [[1, 2, 3]] * 4
+        else:
+            rounds = [[1 if s == 0 else 2 if s != cand else 3 for s in range(3)]]
+        games.append({"seating": list(order), "rounds": rounds, "winners": [rounds[-1].index(1)]})
+    blocks = [{"deal": 0, "seed": 1, "games": games}]
+    rules = make_rules("culo-points", 3)
+    res = summarise(blocks, rules=rules, rules_given=rules, mode="session", seatings="all",
+                    seed=0, deals=1, bots=["cand", "field"], labels=["cand", "field"],
+                    table=[0, 1, 1], seat_orders=orders, complete=True)
+    assert res.metrics["cand"]["score"].mean == pytest.approx(1 / 3)
+    assert res.metrics["cand"]["president"].mean == pytest.approx(1 / 3)
+    # field per game: game 0 scores 1/2 and 0 (mean 1/4), the others 1 and 1/2 (3/4)
+    assert res.metrics["field"]["score"].mean == pytest.approx((1 / 4 + 3 / 4 + 3 / 4) / 3)
+    assert res.paired[0]["metrics"]["score"].mean == pytest.approx(1 / 3 - 7 / 12)
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+def test_too_many_bot_specs_say_how_many_seats_they_make():
+    with pytest.raises(TournamentError, match=r"bots: 7 specs.*7 players.*3 to 6"):
+        run_tournament("culo", ["random"] * 6 + ["greedy"], deals=1, jobs=1)
+
+
+def test_numpy_integers_are_integers():
+    res = run_tournament("culo", ["greedy", "random"], deals=np.int64(2), seed=np.int64(1),
+                         jobs=np.int64(1))
+    assert res.deals_done == 2 and res.seed == 1 and type(res.seed) is int
+
+
+@pytest.mark.parametrize("how", ["same", "dotdot"])
+def test_record_never_overwrites_the_rules_file(tmp_path, capsys, how):
+    rules = tmp_path / "rules.json"
+    text = json.dumps(make_rules("culo", 4).to_dict())
+    rules.write_text(text)
+    rec = rules if how == "same" else tmp_path / "sub" / ".." / "rules.json"
+    code = cli_main(["tournament", "--rules", str(rules), "--bots", "greedy", "random",
+                     "--deals", "1", "--jobs", "1", "--out", str(tmp_path / "out"),
+                     "--record", str(rec), "--no-plots"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--record" in err and "--rules" in err, err
+    assert rules.read_text() == text and not (tmp_path / "out").exists()
+
+
+def test_record_never_overwrites_a_result_through_dotdot(tmp_path, capsys):
+    out = tmp_path / "o"
+    code = cli_main(["tournament", "--bots", "greedy", "random", "--deals", "1", "--jobs",
+                     "1", "--out", str(out), "--record",
+                     str(tmp_path / "x" / ".." / "o" / "results.json"), "--no-plots"])
+    assert code == 2 and "would be overwritten by the results" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_record_never_overwrites_a_bundle_file(tmp_path, capsys):
+    bundle = tmp_path / "bot"
+    bundle.mkdir()
+    for name in ("manifest.json", "policy.onnx"):
+        (bundle / name).write_bytes((BUNDLE / name).read_bytes())
+    code = cli_main(["tournament", "--bots", str(bundle), "greedy", "--deals", "1", "--jobs",
+                     "1", "--out", str(tmp_path / "out"),
+                     "--record", str(bundle / "manifest.json")])
+    assert code == 2 and "--bots" in capsys.readouterr().err
+    assert (bundle / "manifest.json").read_bytes() == (BUNDLE / "manifest.json").read_bytes()
+
+
+# -- outputs -----------------------------------------------------------------------------------
+
+def test_no_plots_into_a_used_out_dir_leaves_no_stale_plots(tmp_path):
+    """The plots of an earlier run beside the new results.json would show other numbers."""
+    first = run_tournament("culo", ["greedy", "random"], deals=2, seed=1, jobs=1)
+    write_outputs(first, tmp_path)
+    assert (tmp_path / "score.png").exists()
+    second = run_tournament("culo", ["random", "greedy"], deals=2, seed=2, jobs=1)
+    written = write_outputs(second, tmp_path, with_plots=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in written)
+    assert not (tmp_path / "score.png").exists() and not (tmp_path / "places.png").exists()
+
+
+def test_default_out_of_two_runs_in_one_second_do_not_collide(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(time, "strftime", lambda fmt, *a: "20250101-120000")
+    for bots in (["greedy", "random"], ["expert", "random"]):
+        assert cli_main(["tournament", "--bots", *bots, "--deals", "1", "--jobs", "1",
+                         "--no-plots"]) == 0
+    outs = sorted((tmp_path / "runs" / "tournament").iterdir())
+    assert [p.name for p in outs] == ["20250101-120000", "20250101-120000-2"]
+    specs = [json.loads((p / "results.json").read_text())["bots"][0]["spec"] for p in outs]
+    assert specs == ["greedy", "expert"]
+    assert f"to {Path('runs/tournament/20250101-120000-2')}" in capsys.readouterr().out
+
+
+# -- the evaluation of a policy and of a bundle -----------------------------------------------
+
+def test_evaluate_fields_with_one_deal_has_no_interval_rather_than_a_crash():
+    from agents.mlp import MLP
+    from train.evaluate import evaluate_fields
+
+    mlp = MLP.load(ROOT / "bots" / "expert_clone_culo.npz")
+    out = evaluate_fields(mlp, make_rules("culo", 4), ["random"], deals=1, seed=0)["random"]
+    assert out["deals"] == 1 and out["advantage"] == pytest.approx(out["rank_points"] - 1.5)
+    assert out["ci_low"] is None and out["advantage_ci_low"] is None
+    assert out["advantage_ci_high"] is None
+
+
+def _evaluate_bot():
+    spec = importlib.util.spec_from_file_location("evaluate_bot",
+                                                  ROOT / "scripts" / "evaluate_bot.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["{tmp}/no-bot"], "holds no bot bundle"),
+    ([str(BUNDLE), "--jobs", "0"], "--jobs 0"),
+    ([str(BUNDLE), "--seed", "-1"], "--seed -1"),
+])
+def test_evaluate_bot_bad_input_is_a_usage_error(tmp_path, capsys, argv, message):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    with pytest.raises(SystemExit) as exc:
+        _evaluate_bot().main([*argv, "--out", str(tmp_path / "eval")])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and message in err, err
+    assert not (tmp_path / "eval").exists()
+
+
+def test_session_reports_count_sessions_not_deals():
+    """In session mode a block is a whole match: a report that says its intervals are over
+    deals misnames the unit of independence."""
+    from train.report import markdown_report, text_report
+
+    res = run_tournament("culo", ["greedy", "random"], deals=1, seed=0, jobs=1, mode="session",
+                         players=3, rounds=1)
+    md, text = markdown_report(res), text_report(res)
+    assert "Student-t over sessions (a session with all its seatings is one block)" in md
+    assert "Paired differences on identical sessions" in md
+    assert "(one session: no interval)" in text and "deal" not in text
+
+
+def test_a_new_record_file_beside_a_bundle_is_allowed(tmp_path):
+    """Only overwriting is refused: a record may be a new file in a bundle's directory."""
+    bundle = tmp_path / "bot"
+    bundle.mkdir()
+    for name in ("manifest.json", "policy.onnx"):
+        (bundle / name).write_bytes((BUNDLE / name).read_bytes())
+    assert cli_main(["tournament", "--bots", str(bundle), "greedy", "--deals", "1", "--jobs",
+                     "1", "--out", str(tmp_path / "out"), "--no-plots",
+                     "--record", str(bundle / "games.jsonl")]) == 0
+    assert (bundle / "games.jsonl").is_file()
