@@ -100,7 +100,8 @@ class Rules:
         Raises:
             RulesError: unknown preset or field, or a value out of range.
         """
-        if preset not in PRESETS:
+        # A non-string name (e.g. a list from a JSON file) must not end in a TypeError.
+        if not isinstance(preset, str) or preset not in PRESETS:
             raise RulesError(f"unknown preset {preset!r}; allowed: {', '.join(PRESETS)}")
         values = dict(PRESETS[preset])
         unknown = sorted(set(overrides) - set(values) - {"num_players", "preset"})
@@ -138,6 +139,7 @@ class Rules:
         """A copy with some fields changed (same semantics as :meth:`from_preset`)."""
         values = self.to_dict()
         preset = values.pop("preset")
+        _drop_same_preset(preset, overrides)
         if "rounds" in overrides and "target_points" not in overrides:
             values["target_points"] = None
         if "target_points" in overrides and "rounds" not in overrides:
@@ -220,8 +222,19 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _drop_same_preset(preset: str, overrides: dict[str, Any]) -> None:
+    """Removes a ``preset`` override naming the preset already chosen; another one is an error,
+    since the preset is where every other field comes from, not a field to override."""
+    if "preset" not in overrides:
+        return
+    other = overrides.pop("preset")
+    if other != preset:
+        raise RulesError(f"preset: given as {preset!r} and as {other!r}; name the preset once, "
+                         f"as the rules argument (allowed: {', '.join(PRESETS)})")
+
+
 def _validate(r: Rules) -> None:
-    if r.preset not in PRESETS:
+    if not isinstance(r.preset, str) or r.preset not in PRESETS:
         raise RulesError(f"preset: unknown preset {r.preset!r}; allowed: {', '.join(PRESETS)}")
     if not _is_int(r.num_players) or not 3 <= r.num_players <= 6:
         raise RulesError(f"num_players: {r.num_players!r} is not allowed; the game is for "
@@ -282,6 +295,7 @@ def make_rules(rules: "Rules | str | dict | None" = "culo", num_players: int | N
     if isinstance(rules, (str, Path)):
         name = str(rules)
         if name in PRESETS:
+            _drop_same_preset(name, overrides)
             return Rules.from_preset(name, **overrides)
         if name.endswith((".json", ".yaml", ".yml")) or Path(name).is_file():
             return Rules.from_dict({**load_rules_file(name), **overrides})

@@ -1,5 +1,6 @@
-"""Audit of the evaluation layer: each test pins a defect that was found in the tournaments,
-their statistics, reports or the evaluation scripts, and stays as its regression test."""
+"""What makes a tournament's figures sound beyond the basics of test_tournament.py: partial
+runs, session weighting, paths that must never be overwritten, reports that name their unit,
+and the evaluation script's input checks."""
 
 import importlib.util
 import json
