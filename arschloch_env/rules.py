@@ -115,10 +115,11 @@ class Rules:
         values.update(overrides)
         values["preset"] = preset
         values.setdefault("num_players", num_players)
+        values = {name: _plain(v) for name, v in values.items()}
         if "rank_order" in values and isinstance(values["rank_order"], (list, tuple)):
             # YAML reads the digit ranks of [7, 8, 9, J, ...] as integers.
             values["rank_order"] = tuple(str(x) if _is_int(x) else x
-                                         for x in values["rank_order"])
+                                         for x in map(_plain, values["rank_order"]))
         return cls(**values)
 
     @classmethod
@@ -220,6 +221,14 @@ FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Rules))
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar as the Python value it holds (``np.int64(4)`` as ``4``): a table size
+    taken from ``np.arange`` is a table size, and the rules must stay JSON."""
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+        return value.item()
+    return value
 
 
 def _drop_same_preset(preset: str, overrides: dict[str, Any]) -> None:

@@ -124,6 +124,17 @@ def test_override_any_field():
     assert (r.exchange_cards, r.vice_exchange_cards, r.rounds) == (3, 2, 9)
 
 
+def test_numpy_scalars_are_taken_as_the_values_they_hold():
+    # e.g. a table size from np.arange; the rules keep plain values, so they stay JSON
+    r = make_rules("culo", np.int64(5), leftover_swap=np.bool_(False), rounds=np.int32(3))
+    assert (r.num_players, r.leftover_swap, r.rounds) == (5, False, 3)
+    assert [type(v) for v in (r.num_players, r.leftover_swap, r.rounds)] == [int, bool, int]
+    assert json.loads(json.dumps(r.to_dict())) == r.to_dict()
+    assert make_rules(r, np.int64(4)).num_players == 4
+    with pytest.raises(RulesError, match="num_players: 7"):
+        make_rules("culo", np.int64(7))
+
+
 def test_setting_target_points_clears_rounds_and_back():
     r = make_rules("tavern", 4, target_points=15)
     assert r.rounds is None and r.target_points == 15
