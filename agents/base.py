@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Protocol, runtime_checkable
@@ -73,6 +74,14 @@ class CallableAgent:
         return int(self.fn(observation, view))
 
 
+_CLASS_SPEC = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+
+
+def _allowed() -> str:
+    return (f"allowed: a built-in name ({', '.join(sorted(BUILTIN))}), a bundle directory, "
+            f"or package.module:ClassName")
+
+
 def make_agent(spec: Any) -> Any:
     """An agent from a spec string, or the object itself if it already is an agent.
 
@@ -89,35 +98,53 @@ def make_agent(spec: Any) -> Any:
     text = str(spec)
     if text in BUILTIN:
         return BUILTIN[text]()
+    if not text.strip():
+        # Path("") is the working directory, which would be blamed for a missing bundle.
+        raise AgentSpecError(f"agent spec {text!r} is empty; {_allowed()}")
     path = Path(text)
     if (path / "manifest.json").is_file():
         from agents.bundle import load_bundle
         return load_bundle(path)
     if ":" in text and not path.exists():
-        module_name, _, cls_name = text.partition(":")
-        try:
-            module = import_user_module(module_name)
-        except ImportError as exc:
-            raise AgentSpecError(f"agent spec {text!r}: cannot import module {module_name!r} "
-                                 f"({exc})") from None
-        cls = getattr(module, cls_name, None)
-        if cls is None:
-            raise AgentSpecError(f"agent spec {text!r}: module {module_name!r} has no "
-                                 f"{cls_name!r}")
-        try:
-            agent = cls()
-        except Exception as exc:  # noqa: BLE001 - any constructor failure is the spec's fault
-            raise AgentSpecError(f"agent spec {text!r}: {cls_name}() failed: {exc}") from None
-        if not hasattr(agent, "act"):
-            raise AgentSpecError(f"agent spec {text!r}: {cls_name} has no act(observation, "
-                                 f"view) method")
-        return agent
+        return _agent_from_class_spec(text)
+    if path.is_file() and path.name == "manifest.json":
+        raise AgentSpecError(f"agent spec {text!r}: give the bundle directory "
+                             f"({path.parent}), not its manifest.json")
     if path.exists():
         raise AgentSpecError(f"agent spec {text!r}: {path} holds no bot bundle "
                              f"(manifest.json missing)")
-    raise AgentSpecError(f"unknown agent spec {text!r}; allowed: a built-in name "
-                         f"({', '.join(sorted(BUILTIN))}), a bundle directory, or "
-                         f"package.module:ClassName")
+    raise AgentSpecError(f"unknown agent spec {text!r}; {_allowed()}")
+
+
+def _agent_from_class_spec(text: str) -> Any:
+    """The agent of a ``package.module:ClassName`` spec."""
+    if not _CLASS_SPEC.fullmatch(text):
+        # importlib refuses empty and relative names with ValueError/TypeError, not
+        # ImportError, and an unchecked name would end the command in a traceback.
+        raise AgentSpecError(f"agent spec {text!r} is not of the form "
+                             f"package.module:ClassName (dotted module name, a colon, a class "
+                             f"name); {_allowed()}")
+    module_name, _, cls_name = text.partition(":")
+    try:
+        module = import_user_module(module_name)
+    except ImportError as exc:
+        raise AgentSpecError(f"agent spec {text!r}: cannot import module {module_name!r} "
+                             f"({exc})") from None
+    except Exception as exc:  # noqa: BLE001 - a user's module failing as it loads
+        raise AgentSpecError(f"agent spec {text!r}: importing module {module_name!r} failed: "
+                             f"{type(exc).__name__}: {exc}") from exc
+    cls = getattr(module, cls_name, None)
+    if cls is None:
+        raise AgentSpecError(f"agent spec {text!r}: module {module_name!r} has no "
+                             f"{cls_name!r}")
+    try:
+        agent = cls()
+    except Exception as exc:  # noqa: BLE001 - any constructor failure is the spec's fault
+        raise AgentSpecError(f"agent spec {text!r}: {cls_name}() failed: {exc}") from None
+    if not hasattr(agent, "act"):
+        raise AgentSpecError(f"agent spec {text!r}: {cls_name} has no act(observation, "
+                             f"view) method")
+    return agent
 
 
 def import_user_module(name: str):

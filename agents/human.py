@@ -106,6 +106,16 @@ def _explain(view: dict, rank: int, count: int, held: int) -> str:
     return "that is not a legal move now"
 
 
+def _move_number(digits: str, moves: int) -> int:
+    """The number typed; ``int`` refuses numbers of thousands of digits (a pasted line), which
+    are past the end of any list of moves."""
+    significant = digits.lstrip("0") or "0"
+    if len(significant) > 9:
+        raise MoveError(f"there is no move {significant[:12]}...; the moves are numbered 1 "
+                        f"to {moves}")
+    return int(significant)
+
+
 def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
     """The action (and exact cards, if suits were typed) that ``text`` means in ``view``.
 
@@ -123,8 +133,9 @@ def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
     if not raw:
         raise MoveError("type a move (e.g. '8 8', 'pass' or a number); 'help' explains")
     number = raw[1:] if raw.startswith("#") else raw
-    if number.isdigit():
-        i = int(number)
+    # isdecimal, not isdigit: int() refuses digits such as '²' that isdigit accepts
+    if number.isdecimal():
+        i = _move_number(number, len(legal))
         by_number = legal[i - 1] if 1 <= i <= len(legal) else None
         as_rank = RANK_ALIASES.get(number, number.upper())
         is_rank = as_rank in order

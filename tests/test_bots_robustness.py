@@ -1,0 +1,292 @@
+"""The bots and the human-play path beyond test_bots.py: legality under odd rule combinations, sound card
+counting, agent specs that fail cleanly, the move reader, and the endgame search against a
+brute force over the engine itself."""
+
+from __future__ import annotations
+
+import random
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import agents.expert as expert
+from agents.base import AgentSpecError, make_agent
+from agents.endgame import Solver
+from agents.expert import ExpertAgent
+from agents.greedy import GreedyAgent
+from agents.human import HumanAgent, MoveError, parse_move
+from agents.knowledge import Knowledge
+from agents.mc import MCAgent, _world_template, build_world
+from agents.random_agent import RandomAgent
+from agents.runner import observation_of, play_match
+from arschloch_env.cards import ALL_RANKS, SKAT_RANKS
+from arschloch_env.cli import main as cli_main
+from arschloch_env.engine import Game
+from arschloch_env.observation import Encoder
+from arschloch_env.rules import PRESETS, make_rules
+from arschloch_env.view import public_view
+
+
+# -- odd rule combinations --------------------------------------------------------------------
+
+def odd_rules(rng: random.Random):
+    """A preset at a random table size with random overrides of every field."""
+    overrides = dict(
+        deal=rng.choice(["equal", "all"]), leftover_swap=rng.random() < 0.7,
+        first_leader=rng.choice(["lowest_club", "rotate"]),
+        no_finish_on_top=rng.random() < 0.5, top_card_ends_trick=rng.random() < 0.5)
+    give = rng.randint(0, 3)
+    overrides.update(exchange_cards=give, vice_exchange_cards=rng.randint(0, give),
+                     exchange_cards_3p=rng.randint(0, 3))
+    if rng.random() < 0.4:
+        ranks = list(rng.choice([SKAT_RANKS, ALL_RANKS]))
+        rng.shuffle(ranks)
+        overrides["rank_order"] = tuple(ranks)
+    if rng.random() < 0.5:
+        overrides["target_points"] = rng.randint(1, 6)
+    else:
+        overrides["rounds"] = rng.randint(2, 3)
+    return make_rules(rng.choice(sorted(PRESETS)), num_players=rng.randint(3, 6), **overrides)
+
+
+def test_bots_play_legal_matches_under_odd_rule_combinations():
+    rng = random.Random(11)
+    for _ in range(40):
+        rules = odd_rules(rng)
+        makers = [RandomAgent, GreedyAgent, ExpertAgent, lambda: MCAgent(budget=4, min_worlds=1)]
+        seats = [rng.choice(makers)() for _ in range(rules.num_players)]
+        game = play_match(rules, seats, seed=rng.randrange(10 ** 6))
+        assert game.is_over
+
+
+def _true_hidden_cards(g: Game, k: Knowledge):
+    ids = lambda masks: [4 * r + s for r, m in enumerate(masks) for s in range(4) if m >> s & 1]
+    hands = {o: ids(g.hands[o]) for o in range(g.n) if o != k.seat and g.sizes[o]}
+    return hands, [c for c in ids(g.face_down) if c not in k.laid_known]
+
+
+def test_card_counting_is_sound_and_worlds_match_the_game_under_odd_rules():
+    rng = random.Random(5)
+    for _ in range(15):
+        rules = odd_rules(rng)
+        seed = rng.randrange(10 ** 6)
+        g = Game(rules, seed=seed, auto_pass=True)
+        enc = Encoder(g.R)
+        sample_rng = np.random.default_rng(seed)
+        bots = [ExpertAgent() if s % 2 else GreedyAgent() for s in range(g.n)]
+        knowledge = [Knowledge() for _ in range(g.n)]
+        for s in range(g.n):
+            bots[s].reset(rules.to_dict(), s, seed)
+            knowledge[s].reset(rules.to_dict(), s)
+        while not g.is_over:
+            s = g.current
+            obs, view = observation_of(g, enc, s), public_view(g, s)
+            k = knowledge[s].update(view, obs)
+            if k.revealed_count == 0:  # revealed suits are unknown to the seat
+                assert k.consistent(*_true_hidden_cards(g, k)) == []
+            hands, face_down = k.sample(sample_rng)
+            assert k.consistent(hands, face_down) == []
+            world = build_world(_world_template(rules), k, hands, face_down)
+            assert (world.phase, world.current, world.to_give, world.give_to) == (
+                g.phase, g.current, g.to_give, g.give_to)
+            assert world.tasks == g.tasks and world.legal_actions() == g.legal_actions()
+            action = bots[s].act(obs, view)
+            k.note_action(action)
+            g.step(action)
+
+
+# -- agent specs ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec", [":GreedyAgent", ".greedy:GreedyAgent", "agents.:GreedyAgent",
+                                  "agents.greedy:", "agents.greedy:Greedy Agent",
+                                  "agents:greedy:GreedyAgent"])
+def test_malformed_class_specs_name_the_expected_form(spec):
+    with pytest.raises(AgentSpecError, match="package.module:ClassName"):
+        make_agent(spec)
+
+
+@pytest.mark.parametrize("body,why", [("def broken(:\n", "SyntaxError"),
+                                      ("raise RuntimeError('no config')\n", "no config")])
+def test_user_module_that_fails_to_load_is_a_spec_error(tmp_path, monkeypatch, body, why):
+    (tmp_path / "audit_user_bot.py").write_text(body)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "audit_user_bot", raising=False)
+    with pytest.raises(AgentSpecError, match=f"audit_user_bot.*{why}"):
+        make_agent("audit_user_bot:Bot")
+
+
+@pytest.mark.parametrize("spec", ["", "   "])
+def test_empty_spec_says_it_is_empty(spec):
+    with pytest.raises(AgentSpecError, match="empty; allowed: a built-in name"):
+        make_agent(spec)
+
+
+def test_manifest_file_instead_of_bundle_directory_is_explained(tmp_path):
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text("{}")
+    with pytest.raises(AgentSpecError, match="give the bundle directory"):
+        make_agent(str(manifest))
+
+
+def test_command_line_reports_a_malformed_spec_without_a_traceback(capsys):
+    code = cli_main(["simulate", "--rules", "culo", "--players", "3", "--matches", "1",
+                     "--agents", ":GreedyAgent", "random", "random"])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert "package.module:ClassName" in err and "Traceback" not in err
+
+
+MOVE_LINE = re.compile(r"^\s+(\d+)\) .+?\s+type: (.+?)\s*$", re.M)
+
+
+# -- the move reader --------------------------------------------------------------------------
+
+def _lead_view():
+    hands = [["7C", "8H", "8D", "TS", "TD", "JC", "AC", "AD"],
+             ["7S", "8C", "9C", "9S", "JS", "QC", "KC", "AS"],
+             ["7H", "8S", "9H", "TC", "JH", "QS", "KS", "AH"],
+             ["7D", "9D", "TH", "JD", "QH", "QD", "KH", "KD"]]
+    return public_view(Game("culo", seed=0, deals=[(hands, [])], rounds=1), 0)
+
+
+@pytest.mark.parametrize("text", ["²", "#²", "¹²", "3²"])
+def test_superscript_digits_are_explained(text):
+    with pytest.raises(MoveError, match="not understood"):
+        parse_move(text, _lead_view())
+
+
+@pytest.mark.parametrize("text", ["9" * 5000, "#" + "1" * 4400, "0" * 4400 + "77777777777"])
+def test_a_pasted_huge_number_is_no_move(text):
+    with pytest.raises(MoveError, match="there is no move .*numbered 1 to 8"):
+        parse_move(text, _lead_view())
+
+
+def test_decimal_digits_of_other_scripts_still_number_moves():
+    view = _lead_view()
+    assert parse_move("#３", view) == parse_move("#3", view) == parse_move("#٣", view)
+    assert parse_move("#" + "0" * 5000 + "3", view) == parse_move("#3", view)
+
+
+def test_human_is_prompted_again_after_a_superscript_digit():
+    lines, typed = [], iter(["³", "8 8"])
+    human = HumanAgent(input_fn=lambda prompt: next(typed), output=lines.append)
+    view = _lead_view()
+    pair8 = next(x["id"] for x in view["legal"] if x["move"] == "pair of 8s")
+    assert human.choose(view) == (pair8, None)
+    assert any("'³' is not understood" in line for line in lines)
+
+
+def test_every_listed_move_reads_back_as_typed_in_every_phase():
+    rng = random.Random(3)
+    for _ in range(12):
+        rules = odd_rules(rng)
+        g = Game(rules, seed=rng.randrange(10 ** 6), auto_pass=True)
+        bot = RandomAgent(0)
+        human = HumanAgent(output=lambda line: None)
+        while not g.is_over:
+            view = public_view(g, g.current)
+            listed = MOVE_LINE.findall(human.describe(view))
+            assert [int(i) for i, _ in listed] == list(range(1, len(view["legal"]) + 1))
+            for (_, typed), move in zip(listed, view["legal"]):
+                assert parse_move(typed, view)[0] == move["id"]
+            g.step(bot.act({"action_mask": g.legal_mask()}, None))
+
+
+# -- the endgame search against the engine ----------------------------------------------------
+
+def _race(rules, mine, other, table=(-1, 0), table_seat=-1, mover=0, other_passed=False):
+    """Seats 0 and 1 hold ``mine``/``other`` (the mover holds ``mine``) as counts per rank;
+    seat 2 went out first; every other card is played."""
+    g = Game(rules, seed=0)
+    hands = [mine, other] if mover == 0 else [other, mine]
+    g.hands = [[(1 << c) - 1 for c in h] for h in hands] + [[0] * g.R]
+    g.sizes = [sum(h) for h in hands] + [0]
+    g.places, g.active, g.next_top, g.next_bottom = [None, None, 1], 2, 2, 3
+    g.table_rank, g.table_count = table
+    g.table_seat = table_seat
+    g.passed = [other_passed if s != mover and s < 2 else False for s in range(3)]
+    g.passes = sum(g.passed)
+    g.plays = [(table_seat, table[0], (1 << table[1]) - 1)] if table[1] else []
+    g.gone = [4 - x - y for x, y in zip(mine, other)]
+    g.played = list(g.gone)
+    g.face_down, g.face_up = [0] * g.R, [0] * g.R
+    g._recompute_top_alive()
+    g.current = mover
+    return g
+
+
+def _engine_outcomes(g: Game) -> dict[int, bool]:
+    """Every legal action of the seat to act with whether it finishes above the other seat,
+    by exhaustive play on the engine."""
+    me, memo = g.current, {}
+
+    def wins(state: Game) -> bool:
+        if state.is_over:
+            return state.last_places[me] < state.last_places[1 - me]
+        key = (tuple(map(tuple, state.hands)), state.table_rank, state.table_count,
+               state.table_seat, state.current, tuple(state.passed))
+        if key not in memo:
+            results = (wins(_after(state, a)) for a in state.legal_actions())
+            memo[key] = any(results) if state.current == me else all(results)
+        return memo[key]
+
+    return {a: wins(_after(g, a)) for a in g.legal_actions()}
+
+
+def _after(g: Game, action: int) -> Game:
+    nxt = g.clone(keep_rng=False)
+    nxt.step(action)
+    return nxt
+
+
+def _solver_outcomes(solver, mine, other, table, answer=False) -> dict[int, bool]:
+    return {0 if m is None else 4 * m[0] + m[1]: w
+            for m, w in solver.outcomes(tuple(mine), tuple(other), *table, answer=answer)}
+
+
+def _random_race_hands(rng, nf):
+    while True:
+        deck = [r for r in range(8) for _ in range(4)]
+        rng.shuffle(deck)
+        na, nb = rng.randint(1, 4), rng.randint(1, 4)
+        mine, other = [0] * 8, [0] * 8
+        for c in deck[:na]:
+            mine[c] += 1
+        for c in deck[na:na + nb]:
+            other[c] += 1
+        if not nf or (mine[7] < na and other[7] < nb):  # only-top hands are already out
+            return mine, other
+
+
+@pytest.mark.parametrize("nf", [True, False])
+@pytest.mark.parametrize("tcet", [True, False])
+def test_solver_agrees_with_exhaustive_engine_play(nf, tcet):
+    rules = make_rules("culo", num_players=3, rounds=1, no_finish_on_top=nf,
+                       top_card_ends_trick=tcet)
+    solver = Solver(8, nf, max_nodes=10 ** 7)
+    rng = random.Random(int(nf) * 2 + int(tcet))
+    for _ in range(60):
+        mine, other = _random_race_hands(rng, nf)
+        table = (rng.randint(0, 6), rng.randint(1, 2))
+        cases = [  # (engine position, table for the solver, answer)
+            (_race(rules, mine, other), (-1, 0), False),
+            (_race(rules, mine, other, table, table_seat=1), table, False),
+            # the table's seat went out; the other already passed on it
+            (_race(rules, mine, other, table, table_seat=2, mover=1, other_passed=True),
+             table, False),
+            # the table's seat went out; the other answers after the mover
+            (_race(rules, mine, other, table, table_seat=2), table, True),
+        ]
+        for g, solver_table, answer in cases:
+            assert _engine_outcomes(g) == _solver_outcomes(solver, mine, other, solver_table,
+                                                           answer), (mine, other, solver_table)
+
+
+def test_expert_passes_when_only_a_pass_wins_after_a_third_seat_went_out():
+    rules = make_rules("culo", num_players=3, rounds=1)
+    mine, other = [1, 0, 1, 0, 0, 0, 0, 1], [1, 0, 0, 1, 0, 0, 0, 0]  # 7 9 A vs 7 10
+    g = _race(rules, mine, other, (3, 1), table_seat=2)  # a single 10 by the seat now out
+    assert _engine_outcomes(g) == {0: True, 29: False}
+    assert expert.decide(expert.ctx_from_game(g, params=expert.DEFAULT)) == 0
