@@ -93,9 +93,13 @@ class Solver:
         memo[key] = result
         return result
 
-    def outcomes(self, a: Hand, b: Hand, tr: int, tk: int) -> list[tuple[tuple[int, int] | None,
-                                                                        bool]]:
-        """Every legal move (``None`` = pass) of the mover with whether it wins."""
+    def outcomes(self, a: Hand, b: Hand, tr: int, tk: int, answer: bool = False
+                 ) -> list[tuple[tuple[int, int] | None, bool]]:
+        """Every legal move (``None`` = pass) of the mover with whether it wins.
+
+        ``answer``: the play on the table is by a third seat that has gone out and the other
+        player has yet to answer it, so after a pass the other faces that same play, and its
+        pass hands the lead back to the mover (the next seat after the one that went out)."""
         out = []
         for r, k in self.moves(a, tr, tk):
             a2, status = self._after(a, r, k)
@@ -104,23 +108,25 @@ class Solver:
             else:
                 out.append(((r, k), not self.wins(b, a2, r, k)))
         if tk:
-            out.append((None, not self.wins(b, a, -1, 0)))
+            after_pass = (tr, tk) if answer else (-1, 0)
+            out.append((None, not self.wins(b, a, *after_pass)))
         return out
 
-    def best_move(self, a: Hand, b: Hand, tr: int = -1, tk: int = 0
+    def best_move(self, a: Hand, b: Hand, tr: int = -1, tk: int = 0, answer: bool = False
                   ) -> tuple[int, int] | None | bool:
         """A winning move (``(rank, count)`` or ``None`` for pass), or ``False`` when every
-        move loses. Raises :class:`SearchLimit` past the node budget."""
+        move loses (``answer``: see :meth:`outcomes`). Raises :class:`SearchLimit` past the
+        node budget."""
         self.nodes = 0
         if len(self.memo) > 300_000:
             self.memo.clear()
-        for move, win in self.outcomes(a, b, tr, tk):
+        for move, win in self.outcomes(a, b, tr, tk, answer):
             if win:
                 return move
         return False
 
     def best_move_uncertain(self, a: Hand, unseen: Hand, size_b: int, tr: int = -1,
-                            tk: int = 0, max_hands: int = 24):
+                            tk: int = 0, max_hands: int = 24, answer: bool = False):
         """As :meth:`best_move` when the other hand is ``size_b`` of the ``unseen`` cards (the
         rest lie face down): the move that wins against the most likely-weighted hands.
         Returns ``False`` when no move wins against any of them."""
@@ -131,7 +137,7 @@ class Solver:
         score: dict = {}
         order = []
         for b, w in hands:
-            for move, win in self.outcomes(a, b, tr, tk):
+            for move, win in self.outcomes(a, b, tr, tk, answer):
                 if move not in score:
                     score[move] = 0
                     order.append(move)

@@ -88,8 +88,8 @@ class Ctx:
     """What the acting seat knows, in counts per rank (see the module docstring)."""
 
     __slots__ = ("R", "top", "n", "seat", "phase", "h", "total", "u", "sizes", "opps", "poss",
-                 "sm", "tr", "tk", "ts", "nf", "tcet", "top_alive", "to_give", "face_up",
-                 "fd_unknown", "p", "_poss_fn")
+                 "sm", "tr", "tk", "ts", "passed", "nf", "tcet", "top_alive", "to_give",
+                 "face_up", "fd_unknown", "p", "_poss_fn")
 
     def possible(self, o: int) -> list[int]:
         """Per rank, the most cards of it opponent ``o`` can hold."""
@@ -138,6 +138,7 @@ def ctx_from_game(g, seat: int | None = None, params: Params = PLAYOUT) -> Ctx:
     rules = g.rules
     c.nf, c.tcet = rules.no_finish_on_top, rules.top_card_ends_trick
     c.tr, c.tk, c.ts = g.table_rank, g.table_count, g.table_seat
+    c.passed = g.passed
     c.top_alive = g.top_alive
     c.to_give = g.to_give
     c.face_up = g.face_up  # masks: only tested for being non-zero
@@ -168,6 +169,7 @@ def ctx_from_knowledge(k: Knowledge, params: Params = DEFAULT) -> Ctx:
         c.tr, c.tk, c.ts = k.table
     else:
         c.tr, c.tk, c.ts = -1, 0, -1
+    c.passed = k.view["passed"]
     laid = k.deck.counts(k.laid_known)
     alive = -1
     for r in range(R - 1, -1, -1):
@@ -275,12 +277,16 @@ def _endgame(c: Ctx):
     if c.total + size_o > c.p.endgame_cards:
         return False
     solver = solver_for(c.R, c.nf)
+    # A play left by a seat that went out, which the opponent has not passed on yet: after a
+    # pass the opponent must still answer it, and its own pass gives the lead back.
+    answer = c.tk > 0 and not c.sizes[c.ts] and not c.passed[o]
     try:
         if c.fd_unknown == 0:
-            return solver.best_move(tuple(c.h), tuple(c.u), c.tr, c.tk)
+            return solver.best_move(tuple(c.h), tuple(c.u), c.tr, c.tk, answer=answer)
         if sum(c.u) - size_o > 4:
             return False
-        return solver.best_move_uncertain(tuple(c.h), tuple(c.u), size_o, c.tr, c.tk)
+        return solver.best_move_uncertain(tuple(c.h), tuple(c.u), size_o, c.tr, c.tk,
+                                          answer=answer)
     except SearchLimit:
         return False
 

@@ -17,13 +17,15 @@ for 4 players, are then not checked.
 
 Each tournament's reports go to ``--out/<n>p_<candidate>_vs_<field>/``; the tables and the
 check of the strength goals go to ``--out/evaluation.md`` and to stdout. A tournament whose
-``results.json`` is already complete for the same policy (its checksum), rules, deals and seed
-is read, not replayed, so an interrupted evaluation picks up where it stopped.
+``results.json`` is already complete for the same policy (its checksum), rules, deals, seed
+and code of the engine and bots is read, not replayed, so an interrupted evaluation picks up
+where it stopped.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -37,12 +39,12 @@ GOAL_OVER_PAR, GOAL_CI_LOW = 0.25, 0.20
 def tournament(rules: dict, players: int, candidate: str, field: str, deals: int, seed: int,
                jobs: int | None, out: Path) -> dict:
     """The ``results.json`` of one tournament, played unless ``out`` already holds it for
-    the same policies, rules, deals and seed (``key.json``)."""
+    the same policies, rules, deals, seed and code (``key.json``)."""
     from train.report import write_outputs
     from train.tournament import run_tournament
 
     key = {"candidate": fingerprint(candidate), "field": fingerprint(field), "rules": rules,
-           "players": players, "deals": deals, "seed": seed}
+           "players": players, "deals": deals, "seed": seed, "code": code_checksum()}
     path, key_path = out / "results.json", out / "key.json"
     if path.is_file() and key_path.is_file() and json.loads(key_path.read_text()) == key:
         done = json.loads(path.read_text())
@@ -68,6 +70,15 @@ def fingerprint(spec: str) -> str:
     if manifest.is_file():
         return json.loads(manifest.read_text())["policy"]["sha256"]
     return spec
+
+
+def code_checksum() -> str:
+    """The engine's and the bots' source: a change to how expert plays must not let its old
+    results stand."""
+    digest = hashlib.sha256()
+    for path in sorted([*(ROOT / "agents").glob("*.py"), *(ROOT / "arschloch_env").glob("*.py")]):
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def row(res: dict) -> dict:

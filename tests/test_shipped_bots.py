@@ -75,6 +75,11 @@ def test_evaluation_script_writes_tables_and_goals(tmp_path):
     sha = json.loads((bot / "manifest.json").read_text())["policy"]["sha256"]
     key = json.loads((out / f"4p_{bot.name}_vs_expert" / "key.json").read_text())
     assert key["candidate"] == sha and key["deals"] == 4
+    # ... and for the same code: results of an expert that played otherwise do not stand
+    key_path = out / f"4p_{bot.name}_vs_expert" / "key.json"
+    key_path.write_text(json.dumps({**key, "code": "the code of an earlier expert"}))
+    third = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert third.returncode == 0 and f"{bot} vs 3x expert: 4 deals ..." in third.stdout
 
 
 def test_bundle_act_refuses_an_observation_of_another_deck():
