@@ -103,8 +103,16 @@ def play_difference(trained: dict[str, Any], rules: dict[str, Any]) -> str | Non
     return None
 
 
-def check_rules(manifest: dict[str, Any], rules: dict[str, Any], where: str = "bundle") -> None:
-    """Raises BundleError unless the bundle was made for these rules and this table size."""
+def check_rules(manifest: dict[str, Any], rules: Any, where: str = "bundle") -> None:
+    """Raises BundleError unless the bundle was made for these rules (a dict, or a
+    :class:`~arschloch_env.rules.Rules`) and this table size."""
+    from arschloch_env.rules import Rules
+
+    if isinstance(rules, Rules):
+        rules = rules.to_dict()
+    if not isinstance(rules, dict):
+        raise BundleError(f"{where}: rules must be the rules dict (e.g. view['rules']) or a "
+                          f"Rules object, got {type(rules).__name__}")
     trained = manifest["rules"]
     if rules.get("preset") not in manifest.get("presets", []):
         raise BundleError(f"{where}: trained for preset(s) {manifest.get('presets')}, not "
@@ -161,7 +169,7 @@ class BundleAgent:
             return False
         return True
 
-    def reset(self, rules: dict[str, Any], seat: int, seed: int | None = None) -> None:
+    def reset(self, rules: Any, seat: int, seed: int | None = None) -> None:
         check_rules(self.manifest, rules, where=f"bundle {str(self.path)!r}")
 
     def policy(self, observations: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -186,6 +194,12 @@ class BundleAgent:
         return action, logits
 
     def act(self, observation: dict, view: dict | None) -> int:
+        expected = {"observation", "action_mask"}
+        if not (isinstance(observation, dict) and expected <= observation.keys()):
+            raise BundleError(
+                f"bundle {str(self.path)!r}: act takes the AEC env's observation, a dict with "
+                f"'observation' and 'action_mask', got {type(observation).__name__}; for a "
+                f"vector and its mask call policy(observations, masks)")
         action, _ = self.policy(observation["observation"][None], observation["action_mask"][None])
         return int(action[0])
 

@@ -108,6 +108,10 @@ class ArschlochVecEnv(VecEnv):
                  opponent: str | Opponent = "random", reward: str = "place", threads: int = 1,
                  record_path: str | None = None, record_games: Sequence[int] = (),
                  **overrides: Any):
+        if "num_games" in overrides:
+            raise TypeError(f"ArschlochVecEnv takes num_envs, the number of games stepped "
+                            f"together, not num_games (VectorGame's name for it); got "
+                            f"num_games={overrides['num_games']!r}")
         self.game = VectorGame(rules, num_players, num_envs, seed=seed, record_path=record_path,
                                record_games=record_games, reward=reward, threads=threads,
                                **overrides)

@@ -121,9 +121,12 @@ def main() -> None:
                         "(default: league.max_snapshots, a long run's full pool)")
     args = parser.parse_args()
 
-    from train.config import load_config
+    from train.config import ConfigError, load_config
 
-    cfg = load_config(args.config, args.overrides)
+    try:
+        cfg = load_config(args.config, args.overrides)
+    except ConfigError as exc:
+        parser.error(str(exc))
     if cfg.algo == "ppo-vec":
         bench_vec(cfg, args)
     else:

@@ -441,6 +441,12 @@ def test_init_from_refuses_another_network(small_run, tmp_path, override, messag
     assert not (tmp_path / "run").exists()
 
 
+def test_init_from_a_run_not_trained_yet_says_what_to_do(tmp_path):
+    res = cli(*train_args(tmp_path / "run", f"init_from={tmp_path / 'stage1'}"))
+    assert res.returncode == 2 and "does not exist; train the run it names first" in res.stderr
+    assert "Traceback" not in res.stderr and not (tmp_path / "run").exists()
+
+
 def test_init_from_widens_a_checkpoint_of_layout_version_1():
     """The slices of version 2 get zero weights (and zero Adam moments): the networks compute
     what they computed on version 1's inputs."""

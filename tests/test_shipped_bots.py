@@ -97,3 +97,23 @@ def test_bundle_act_refuses_an_observation_of_another_deck():
     game = Game(make_rules("culo", 4), seed=1)
     assert culo.act(Encoder(game.R).observation(game, game.current), None) in \
         game.legal_actions()
+
+
+def test_bundle_takes_a_rules_object_and_names_a_bare_vector():
+    from agents.bundle import BundleError, load_bundle
+    from arschloch_env.engine import Game
+    from arschloch_env.observation import Encoder
+    from arschloch_env.rules import make_rules
+
+    culo = load_bundle(ROOT / "bots" / "ppo_vec_culo_expert")
+    rules = make_rules("culo", 4)
+    culo.reset(rules, 0)  # a Rules object, as env.unwrapped.rules is
+    assert culo.supports(rules) and not culo.supports(make_rules("tavern", 4))
+    with pytest.raises(BundleError, match="not 'tavern'"):
+        culo.reset(make_rules("tavern", 4), 0)
+    with pytest.raises(BundleError, match="rules must be the rules dict"):
+        culo.reset("culo", 0)
+    game = Game(rules, seed=1)
+    observation = Encoder(game.R).observation(game, game.current)
+    with pytest.raises(BundleError, match="act takes the AEC env's observation, a dict"):
+        culo.act(observation["observation"], None)  # a SingleSeatEnv observation

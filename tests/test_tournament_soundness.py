@@ -120,6 +120,16 @@ def test_record_never_overwrites_a_result_through_dotdot(tmp_path, capsys):
     assert not out.exists()
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_out_that_cannot_be_created_fails_before_the_games(capsys):
+    # os.access calls /proc writable, even for root; creating a directory there fails
+    code = cli_main(["tournament", "--bots", "greedy", "random", "--deals", "1", "--jobs",
+                     "1", "--out", "/proc/arschloch-results"])
+    captured = capsys.readouterr()
+    assert code == 2 and "cannot create a directory in '/proc'" in captured.err
+    assert "greedy" not in captured.out  # no game was reported
+
+
 def test_record_never_overwrites_a_bundle_file(tmp_path, capsys):
     bundle = tmp_path / "bot"
     bundle.mkdir()

@@ -72,6 +72,13 @@ def test_train_cli_rejects_bad_config_cleanly(tmp_path):
     assert "unknown config key(s) bogus" in res.stderr and "Traceback" not in res.stderr
     res = cli("train", "--config", tmp_path / "missing.yaml")
     assert res.returncode == 2 and "does not exist" in res.stderr
+    assert "the kit's configs are in configs/: ppo_culo_4p.yaml" in res.stderr
+
+
+def test_a_config_named_without_its_folder_points_to_it():
+    with pytest.raises(ConfigError, match="the kit's config of that name is "
+                                          "configs/ppo_vec_culo.yaml"):
+        load_config("ppo_vec_culo.yaml")
 
 
 # -- a short real run -------------------------------------------------------------------------
@@ -437,6 +444,8 @@ def test_learning_curves_of_any_field_and_table_size(tmp_path):
     assert eval_fields(read_scalars(run)) == ["./bots/my_bot", "greedy"]
     assert eval_table_size(run) == 3
     assert plot_learning_curves(run, tmp_path / "c.png").stat().st_size > 0
+    with pytest.raises(FileNotFoundError, match="no such run directory"):
+        read_scalars(tmp_path / "not-a-run")
 
 
 def test_a_policy_of_an_earlier_layout_exports_as_that_version(tmp_path):

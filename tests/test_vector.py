@@ -414,6 +414,8 @@ def test_vec_env_batched_opponent_and_maskable_ppo():
         ArschlochVecEnv("culo", 4, num_envs=2, seat=4)
     with pytest.raises(ValueError, match="seat True"):
         ArschlochVecEnv("culo", 4, num_envs=2, seat=True)
+    with pytest.raises(TypeError, match="takes num_envs, the number of games stepped together"):
+        ArschlochVecEnv("culo", 4, num_games=8)
     numpy_seat = ArschlochVecEnv("culo", 4, num_envs=2, seat=np.int64(2))
     numpy_seat.reset()
     assert numpy_seat.seats.tolist() == [2, 2] and type(numpy_seat.fixed_seat) is int

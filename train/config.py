@@ -212,13 +212,22 @@ def config_from_dict(data: dict[str, Any]) -> TrainConfig:
     return cfg
 
 
+def _shipped_hint(path: Path) -> str:
+    """Where a config named without its folder is, or which configs the kit ships."""
+    shipped = Path(__file__).resolve().parents[1] / "configs"
+    if (shipped / path.name).is_file():
+        return f"; the kit's config of that name is configs/{path.name}"
+    names = sorted(p.name for p in shipped.glob("*.yaml"))
+    return f"; the kit's configs are in configs/: {', '.join(names)}" if names else ""
+
+
 def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConfig:
     """A config from a YAML file (or the defaults) with ``key=value`` overrides applied."""
     data: dict[str, Any] = {}
     if path is not None:
         p = Path(path)
         if not p.is_file():
-            raise ConfigError(f"config file {str(p)!r} does not exist")
+            raise ConfigError(f"config file {str(p)!r} does not exist{_shipped_hint(p)}")
         try:
             data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as exc:

@@ -15,6 +15,8 @@ def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     out: dict[str, list[tuple[int, float]]] = {}
+    if not Path(run_dir).is_dir():
+        raise FileNotFoundError(f"{run_dir}: no such run directory")
     logs = sorted(p for p in (Path(run_dir) / "tb").glob("*") if p.is_dir())
     if not logs:
         raise FileNotFoundError(f"{run_dir}: no TensorBoard logs under tb/")

@@ -85,6 +85,10 @@ def init_checkpoint(cfg) -> dict[str, Any]:
     from train.config import ConfigError
 
     path = Path(cfg.init_from)
+    if not path.exists():
+        raise ConfigError(f"init_from: {path} does not exist; train the run it names first "
+                          f"(e.g. configs/ppo_vec_culo_multi.yaml for ppo_vec_culo_expert.yaml), "
+                          f"or give --set init_from=RUN_DIR_OR_CHECKPOINT.pt")
     if path.is_dir():
         latest = path / "latest.json"
         if not latest.is_file():

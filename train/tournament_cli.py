@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -54,6 +55,15 @@ def _check_out(out: str) -> None:
         base = base.parent
     if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
         raise CliError(f"--out {out!r}: {str(base)!r} is not a writable directory")
+    if base == Path(out).absolute():
+        return
+    # os.access does not know every file system (/proc, a read-only mount): try it
+    try:
+        probe = Path(tempfile.mkdtemp(prefix=".probe-", dir=base))
+    except OSError as exc:
+        raise CliError(f"--out {out!r}: cannot create a directory in {str(base)!r} "
+                       f"({exc.strerror})") from None
+    probe.rmdir()
 
 
 def _check_record(record: str, out: str, inputs: dict[str, list[str]]) -> None:
