@@ -81,6 +81,10 @@ class Knowledge:
 
     Call :meth:`reset` at the start of a match, :meth:`update` with every view before
     deciding, and :meth:`note_action` with the action chosen in a ``take`` or ``lay`` phase.
+
+    It knows what the public view and the observation carry. Neither says which seat took
+    which face-up left-over card, nor who led round 1 under ``lowest_club`` (that seat held
+    the lowest club), so :meth:`sample` may deal such a card to another seat.
     """
 
     def __init__(self) -> None:
