@@ -120,14 +120,21 @@ def test_record_never_overwrites_a_result_through_dotdot(tmp_path, capsys):
     assert not out.exists()
 
 
-@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
-def test_out_that_cannot_be_created_fails_before_the_games(capsys):
-    # os.access calls /proc writable, even for root; creating a directory there fails
+def test_out_that_cannot_be_created_fails_before_the_games(tmp_path, capsys, monkeypatch):
+    # A file system that refuses the directory although os.access calls its parent writable
+    # (/proc, a read-only mount, root on a locked folder): creating one there fails.
+    import train.tournament_cli as tournament_cli
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tournament_cli.tempfile, "mkdtemp", refuse)
     code = cli_main(["tournament", "--bots", "greedy", "random", "--deals", "1", "--jobs",
-                     "1", "--out", "/proc/arschloch-results"])
+                     "1", "--out", str(tmp_path / "results")])
     captured = capsys.readouterr()
-    assert code == 2 and "cannot create a directory in '/proc'" in captured.err
-    assert "greedy" not in captured.out  # no game was reported
+    assert code == 2 and f"cannot create a directory in {str(tmp_path)!r}" in captured.err
+    assert "Permission denied" in captured.err
+    assert "greedy" not in captured.out and not (tmp_path / "results").exists()
 
 
 def test_record_never_overwrites_a_bundle_file(tmp_path, capsys):
