@@ -114,7 +114,7 @@ from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
 from arschloch_env.records import RecordWriter
 from arschloch_env.render import render_text
-from arschloch_env.rules import Rules, make_rules
+from arschloch_env.rules import Rules, is_integer, make_rules
 from arschloch_env.view import public_view
 
 REWARD_MODES = ("place", "points")
@@ -136,11 +136,6 @@ def _next_match_index(current: int, seed: int | None, options: dict | None) -> i
     return 0 if seed is not None else current + 1
 
 
-def _is_int(value: Any) -> bool:
-    """A Python or NumPy integer, but not a bool (``True`` is an int to Python)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
 def check_reset_options(options: Any, allowed: dict[str, str],
                         strict: bool = True) -> None:
     """Refuses bad reset options before the reset changes anything: not a dict, a bad
@@ -158,7 +153,7 @@ def check_reset_options(options: Any, allowed: dict[str, str],
         import gymnasium
         gymnasium.logger.warn(message)
     k = options.get("match_index", 0)
-    if not (_is_int(k) and k >= 0):
+    if not (is_integer(k) and k >= 0):
         raise ValueError(f"reset option 'match_index' {k!r} is not a match number; allowed: "
                          f"{RESET_OPTIONS['match_index']}")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -220,7 +221,13 @@ FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Rules))
 
 
 def _is_int(v: Any) -> bool:
+    # A stored field is a plain int, as JSON has it (from_preset converts NumPy's first).
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def is_integer(value: Any) -> bool:
+    """A Python or NumPy integer, but not a bool (``True`` is an int to Python)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _plain(value: Any) -> Any:

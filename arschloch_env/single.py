@@ -22,14 +22,14 @@ import numpy as np
 from gymnasium import spaces
 
 from arschloch_env.arschloch import (
-    REWARD_MODES, RESET_OPTIONS, _is_int, _next_match_index, _refuse_if_closed,
+    REWARD_MODES, RESET_OPTIONS, _next_match_index, _refuse_if_closed,
     check_reset_options, observation_bounds, observation_dict_space, place_reward,
 )
 from arschloch_env.engine import Game, IllegalActionError, player_name
 from arschloch_env.observation import Encoder
 from arschloch_env.records import RecordWriter
 from arschloch_env.render import render_text
-from arschloch_env.rules import Rules, make_rules
+from arschloch_env.rules import Rules, is_integer, make_rules
 
 OpponentSampler = Callable[[np.random.Generator, int], list]
 # The game record names no agents here, so of the AEC env's reset options only this one.
@@ -66,7 +66,7 @@ class SingleSeatEnv(gym.Env):
             num_players = 4
         self.rules = make_rules(rules, num_players, **overrides)
         n = self.rules.num_players
-        if seat is not None and not (_is_int(seat) and 0 <= seat < n):
+        if seat is not None and not (is_integer(seat) and 0 <= seat < n):
             raise ValueError(f"seat {seat!r} is not a seat of a {n}-player table (0..{n - 1} "
                              f"or None for a random seat)")
         if reward not in REWARD_MODES:

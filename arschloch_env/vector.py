@@ -75,7 +75,7 @@ from arschloch_env.cards import SUITS
 from arschloch_env.engine import IllegalActionError, player_name
 from arschloch_env.observation import Layout, TITLE_INDEX
 from arschloch_env.records import RecordWriter
-from arschloch_env.rules import Rules, make_rules
+from arschloch_env.rules import Rules, is_integer, make_rules
 
 REWARD_MODES = ("place", "points")
 PHASE_NAMES = vs.PHASE_NAMES
@@ -114,8 +114,7 @@ class VectorGame:
         if num_players is None and not isinstance(rules, (Rules, dict)):
             num_players = 4
         self.rules = r = make_rules(rules, num_players, **overrides)
-        if isinstance(num_games, bool) or not isinstance(num_games, (int, np.integer)) \
-                or num_games < 1:
+        if not is_integer(num_games) or num_games < 1:
             raise ValueError(f"num_games {num_games!r}: must be an integer >= 1 (the number "
                              f"of games stepped together)")
         if reward not in REWARD_MODES:
@@ -183,7 +182,7 @@ class VectorGame:
         B = self.num_games
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(1)[0])
-        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        if is_integer(seed):
             if seed < 0:
                 raise ValueError(f"seed {seed}: must be a non-negative integer")
             if seed >= 2**63:

@@ -46,9 +46,9 @@ import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv
 
-from arschloch_env.arschloch import _is_int, observation_bounds
+from arschloch_env.arschloch import observation_bounds
 from arschloch_env.observation import Encoder
-from arschloch_env.rules import Rules
+from arschloch_env.rules import Rules, is_integer
 from arschloch_env.vector import VectorGame
 
 Opponent = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -116,7 +116,7 @@ class ArschlochVecEnv(VecEnv):
                                record_games=record_games, reward=reward, threads=threads,
                                **overrides)
         n = self.game.n
-        if seat is not None and not (_is_int(seat) and 0 <= seat < n):
+        if seat is not None and not (is_integer(seat) and 0 <= seat < n):
             raise ValueError(f"seat {seat!r} is not a seat of a {n}-player table (0..{n - 1} "
                              f"or None for a seat drawn per match)")
         self.rules = self.game.rules

@@ -46,7 +46,6 @@ import copy
 import itertools
 import math
 import multiprocessing as mp
-import operator
 import os
 import secrets
 import signal
@@ -59,7 +58,9 @@ from typing import Any, Callable, Sequence
 from agents.base import AgentSpecError, agent_label, make_agent
 from agents.runner import play_match
 from arschloch_env.cli import match_seed, progress_bar, support_detail
-from arschloch_env.rules import PRESETS, Rules, RulesError, load_rules_file, make_rules
+from arschloch_env.rules import (
+    PRESETS, Rules, RulesError, is_integer, load_rules_file, make_rules,
+)
 from train.stats import Estimate, mean_ci, openskill_ratings, paired_diff
 
 MODES = ("duplicate", "session")
@@ -414,12 +415,9 @@ def summarise(blocks: list[dict], *, rules: Rules, rules_given: Rules, mode: str
 
 def _as_int(name: str, value: Any) -> int:
     """``value`` as a plain int; numpy's integers are integers too, a bool is not."""
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        return operator.index(value)
-    except TypeError:
-        raise TournamentError(f"{name}: {value!r} is not an integer") from None
+    if not is_integer(value):
+        raise TournamentError(f"{name}: {value!r} is not an integer")
+    return int(value)
 
 
 def _check_int(name: str, value: Any, low: int) -> int:
