@@ -40,6 +40,7 @@ from typing import Any
 import yaml
 
 from train.config import ConfigError, TrainConfig, resume_config
+from train.files import fresh_directory
 from train.league import League, LeagueSampler, write_json_atomic
 
 
@@ -183,12 +184,7 @@ class RunDir:
         if not any(d.is_dir() and any(d.iterdir())
                    for d in (self.checkpoints, self.league, self.tb)):
             return None
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        dest, k = self.root / self.SET_ASIDE / stamp, 1
-        while dest.exists():
-            k += 1
-            dest = self.root / self.SET_ASIDE / f"{stamp}-{k}"
-        dest.mkdir(parents=True)
+        dest = fresh_directory(self.root / self.SET_ASIDE / time.strftime("%Y%m%d-%H%M%S"))
         for name in self.OWN:
             if (self.root / name).exists():
                 os.replace(self.root / name, dest / name)

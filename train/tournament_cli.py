@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from arschloch_env.cli import CliError, add_progress_args, add_rules_args, overrides_from_args
+from train.files import fresh_directory
 
 EXIT_INTERRUPTED = 130
 
@@ -94,23 +95,6 @@ def _check_record(record: str, out: str, inputs: dict[str, list[str]]) -> None:
                        f"any name in --out but {', '.join(FILES)}")
 
 
-def _fresh_out(out: str) -> str:
-    """``out``, or ``out-2``, ``out-3`` ... the first that does not exist yet, made now.
-
-    The default --out is named after the second the run started: two runs started in the
-    same second must not write into one directory (the later would replace the results of
-    the earlier, or mix its files with them)."""
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    for i in range(1, 10_000):
-        path = out if i == 1 else f"{out}-{i}"
-        try:
-            Path(path).mkdir()
-        except FileExistsError:
-            continue
-        return path
-    raise CliError(f"--out: {out!r} and its numbered variants exist; give --out")
-
-
 def _input_paths(args: argparse.Namespace) -> dict[str, list[str]]:
     """The files and directories the tournament reads, per option: a rules file, bundles
     (a preset or a built-in bot's name is no path, even where a file has that name)."""
@@ -143,7 +127,8 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     print(text_report(res))
     if res.deals_done:
         if args.out is None:
-            out = _fresh_out(out)
+            # named after the second it started: a run started in the same second gets -2
+            out = str(fresh_directory(out))
         written = write_outputs(res, out, with_plots=not args.no_plots)
         print(f"\nwrote {', '.join(p.name for p in written)} to {out}")
     if args.record:
