@@ -336,29 +336,6 @@ def test_ladder_random_greedy_expert(preset):
     assert duplicate_diff(preset, ExpertAgent, GreedyAgent, 30) > 0.1
 
 
-def test_own_bot_from_the_working_directory(tmp_path):
-    """The README's own-bot example: the console script finds mybots.py in the working
-    directory, as ``python -m`` would (the script itself does not put it on sys.path)."""
-    import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    (tmp_path / "mybots.py").write_text(
-        "class LowestFirst:\n"
-        "    def act(self, observation, view):\n"
-        "        moves = [m for m in view['legal'] if m['move'] != 'pass']\n"
-        "        return (moves or view['legal'])[0]['id']\n")
-    script = shutil.which("arschloch", path=str(Path(sys.executable).parent))
-    assert script, "the arschloch console script is not installed beside this python"
-    res = subprocess.run([script, "simulate", "--rules", "culo", "--players", "4", "--matches",
-                          "1", "--record", "r.jsonl", "--agents", "mybots:LowestFirst",
-                          "greedy", "greedy", "greedy"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    assert "mybots:LowestFirst" in res.stdout and (tmp_path / "r.jsonl").is_file()
-
-
 def test_play_match_takes_agent_specs():
     game = play_match("culo", ["expert", GreedyAgent(), "random", "greedy"], seed=3)
     assert game.is_over
