@@ -32,8 +32,11 @@ from arschloch_env.render import render_text
 from arschloch_env.rules import Rules, is_integer, make_rules
 
 OpponentSampler = Callable[[np.random.Generator, int], list]
-# The game record names no agents here, so of the AEC env's reset options only this one.
+# The env names the agents in the game record itself, so of the AEC env's reset options only
+# this one.
 SINGLE_RESET_OPTIONS = {"match_index": RESET_OPTIONS["match_index"]}
+LEARNER_LABEL = "learner"
+"""The agent name of the learner's seat in the game record."""
 
 
 class SingleSeatEnv(gym.Env):
@@ -47,7 +50,8 @@ class SingleSeatEnv(gym.Env):
         reward: ``"place"`` or ``"points"``.
         on_illegal: ``"penalty"`` (void, penalised) or ``"raise"``.
         illegal_penalty: reward of a void illegal action.
-        record_path: write every match as a game record there (closed by ``close()``).
+        record_path: write every match as a game record there (closed by ``close()``),
+            with the learner's seat named ``"learner"`` and each opponent by its spec.
         mask_in_observation: the observation is the AEC env's dict, the vector with its int8
             ``action_mask`` (as INTERFACES.md's action encoding has it), instead of the vector
             alone, which SB3's ``MlpPolicy`` with ``action_masks()`` needs (the default).
@@ -61,7 +65,7 @@ class SingleSeatEnv(gym.Env):
                  on_illegal: str = "penalty", illegal_penalty: float = -0.1,
                  render_mode: str | None = None, record_path: str | None = None,
                  mask_in_observation: bool = False, **overrides: Any):
-        from agents.base import make_agent
+        from agents.base import agent_label, make_agent
         if num_players is None and not isinstance(rules, (Rules, dict)):
             num_players = 4
         self.rules = make_rules(rules, num_players, **overrides)
@@ -86,8 +90,9 @@ class SingleSeatEnv(gym.Env):
             if len(specs) != n - 1:
                 raise ValueError(f"{len(specs)} opponents for {n - 1} other seats")
             self.opponents = [make_agent(s) for s in specs]
+            self.opponent_labels = [agent_label(s) for s in specs]
         else:
-            self.opponents = []
+            self.opponents, self.opponent_labels = [], []
         self.encoder = Encoder(self.rules.num_ranks)
         self.num_actions = 1 + 6 * self.rules.num_ranks
         if not isinstance(mask_in_observation, bool):
@@ -112,6 +117,7 @@ class SingleSeatEnv(gym.Env):
         _refuse_if_closed(self._writer, self._closed)
         check_reset_options(options, SINGLE_RESET_OPTIONS)
         super().reset(seed=seed)
+        from agents.base import agent_label
         from agents.runner import reset_agents
         n = self.rules.num_players
         self.match_index = _next_match_index(self.match_index, seed, options)
@@ -119,9 +125,13 @@ class SingleSeatEnv(gym.Env):
                      else int(self.np_random.integers(n)))
         if self.opponent_sampler is not None:
             self.opponents = list(self.opponent_sampler(self.np_random, n - 1))
+            self.opponent_labels = [agent_label(a) for a in self.opponents]
         game_seed = int(self.np_random.integers(2**31 - 1))
+        labels = {(self.seat + 1 + i) % n: label for i, label in enumerate(self.opponent_labels)}
+        labels[self.seat] = LEARNER_LABEL
         self.game = Game(self.rules, seed=game_seed, match_index=self.match_index,
-                         record=self._writer is not None, auto_pass=True)
+                         record=self._writer is not None, auto_pass=True,
+                         agents={player_name(s): labels[s] for s in range(n)})
         # Counted per episode, so that a seeded reset reproduces every step's info.
         self.illegal_count = 0
         self.seat_agents = {(self.seat + 1 + i) % n: a for i, a in enumerate(self.opponents)}

@@ -547,6 +547,28 @@ def test_closed_env_with_a_record_refuses_to_play_on(tmp_path, make, play):
     play(env, 0)
 
 
+def test_single_seat_record_names_the_learner_and_its_opponents(tmp_path):
+    from agents.greedy import GreedyAgent
+    from arschloch_env.records import read_matches
+    path = tmp_path / "rec.jsonl"
+    fixed = SingleSeatEnv(rules="culo", num_players=4, rounds=1, seat=2, record_path=str(path),
+                          opponents=["greedy", "random", GreedyAgent()])
+    _play_single_match(fixed, 0)
+    # a league's opponents, drawn per match, are named by their agents
+    drawn = SingleSeatEnv(rules="culo", num_players=3, rounds=1, seat=None,
+                          record_path=str(tmp_path / "drawn.jsonl"),
+                          opponent_sampler=lambda rng, k: [GreedyAgent()] * k)
+    _play_single_match(drawn, 5)
+    fixed.close()
+    drawn.close()
+    (_, match), = [m[0] for m in read_matches(path)]
+    assert match["agents"] == {"player_0": "random", "player_1": "greedy",
+                               "player_2": "learner", "player_3": "greedy"}
+    (_, match), = [m[0] for m in read_matches(tmp_path / "drawn.jsonl")]
+    learner = f"player_{drawn.seat}"
+    assert match["agents"] == {p: "learner" if p == learner else "greedy" for p in match["players"]}
+
+
 @pytest.mark.parametrize("make", [
     lambda: arschloch_env.env(rules="tavern", num_players=4),
     lambda: SingleSeatEnv(rules="tavern", num_players=4),
