@@ -353,7 +353,11 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise RulesError(f"--set {text!r}: expected FIELD=VALUE, e.g. rounds=1")
     key, raw = text.split("=", 1)
     key = key.strip()
-    if key not in FIELD_NAMES or key == "preset":
+    if key == "preset":
+        raise RulesError(f"--set {text!r}: the preset is where the other fields come from, "
+                         f"not a field to override; name another preset instead (allowed: "
+                         f"{', '.join(PRESETS)})")
+    if key not in FIELD_NAMES:
         raise RulesError(f"--set {text!r}: unknown rules field {key!r}; allowed: "
                          f"{', '.join(f for f in FIELD_NAMES if f != 'preset')}")
     raw = raw.strip()

@@ -250,6 +250,8 @@ def test_replay_missing_file(tmp_path):
 @pytest.mark.parametrize("args,words", [
     (["simulate", "--rules", "poker"], ["unknown preset 'poker'", "culo", "tavern"]),
     (["simulate", "--set", "jokers=1"], ["unknown rules field 'jokers'", "rounds"]),
+    (["rules", "culo", "--set", "preset=tavern"], ["preset", "not a field to override",
+                                                   "culo-points"]),
     (["simulate", "--set", "rounds"], ["FIELD=VALUE"]),
     (["simulate", "--set", "rounds=0"], ["rounds", "1..1000"]),
     (["simulate", "--set", "deal=some"], ["deal", "equal", "all"]),
