@@ -4,7 +4,8 @@ The agent prompts on the terminal: it shows the sorted hand, the table, who pass
 left per player, titles and totals, and the legal moves numbered and in plain words. Moves are
 typed as cards or by number:
 
-* ``8 8`` or ``8h 8d`` (a pair of eights; without suits the lowest suits are played),
+* ``8 8`` or ``8h 8d`` (a pair of eights; without suits the engine picks them: any of yours
+  is the same move, as suits never matter for play),
   ``t``/``10`` for a ten, ``j q k a`` for the pictures, case-insensitive;
 * ``pass`` (or ``p``); ``3`` or ``#3`` for move 3 of the list (a bare number that is also a
   rank with a legal single, like ``8``, asks which is meant);
@@ -271,11 +272,11 @@ class HumanAgent:
     def act(self, observation: dict, view: dict | None) -> int:
         return self.choose(view, observation)[0]
 
-    def _tell_hint(self, view: dict, action: int) -> None:
+    def _tell_hint(self, view: dict, action: int, cards: list[str] | None) -> None:
         """A hint bot that counts cards noted its own take or lay; it learns the move made."""
         knowledge = getattr(self.hint, "knowledge", None)
         if view["phase"] in ("take", "lay") and hasattr(knowledge, "note_action"):
-            knowledge.note_action(action)
+            knowledge.note_action(action, cards[0] if cards else None)
 
     def choose(self, view: dict, observation: dict | None = None) -> tuple[int, list[str] | None]:
         """Shows the view and reads moves until one is legal: ``(action, exact cards)``.
@@ -297,7 +298,7 @@ class HumanAgent:
             except MoveError as exc:
                 self.output(f"  ! {exc}")
                 continue
-            self._tell_hint(view, action)
+            self._tell_hint(view, action, cards)
             return action, cards
 
     def describe(self, view: dict, observation: dict | None = None) -> str:

@@ -12,7 +12,9 @@ swap). From that it derives, for the current decision:
 * ``forced``: cards known to be in one seat's hand (cards the seat gave in the exchange, while
   not played: the receiver cannot pass them on);
 * ``caps``: an exclusive upper bound on the other cards of a seat: a forced giver handed over
-  its highest cards, so what it kept is lower than the lowest card it gave;
+  its highest cards, so what it kept is of no higher rank than the lowest card it gave (of that
+  rank it may keep any suit: within a rank the engine moves a seat's cards in a suit order no
+  other seat knows);
 * ``fd_unknown``: how many face-down cards (left-over, laid down) the seat has not seen.
 
 :meth:`Knowledge.sample` deals the unseen cards to the other seats and the face-down pile
@@ -155,7 +157,7 @@ class Knowledge:
             got = received - ({self.taken} if self.taken is not None else set())
             if partner is not None and partner != seat:
                 if got:
-                    self.caps[partner] = min(got)
+                    self.caps[partner] = 4 * ((min(got) >> 2) + 1)
                 held = (given - laid) - seen
                 if held:
                     self.forced[partner] = held
@@ -196,18 +198,21 @@ class Knowledge:
         self.laid_known = laid
         return self
 
-    def note_action(self, action: int) -> None:
-        """Remembers the card moved by a take or lay (the engine moves the lowest suit). A
+    def note_action(self, action: int, card: str | None = None) -> None:
+        """Remembers the card moved by a take or lay: ``card`` where the player named it,
+        else the one the view's legal move names (``"take AS"``, ``"lay 8D face down"``). A
         second note in one decision replaces the first: an adviser notes its suggestion, then
         the move the player made instead (:class:`agents.human.HumanAgent`)."""
         self.taken, self.laid = self._before_note[0], set(self._before_note[1])
-        R = self.deck.R
+        if self.phase not in ("take", "lay"):
+            return
+        if card is None:
+            card = next(m["move"] for m in self.view["legal"] if m["id"] == action).split()[1]
+        card = self.deck.index[card]
         if self.phase == "take":
-            r = action - (1 + 5 * R)
-            self.taken = min(c for c in self.face_up if c >> 2 == r)
-        elif self.phase == "lay":
-            r = action - (1 + 4 * R)
-            self.laid.add(min(c for c in self.hand if c >> 2 == r))
+            self.taken = card
+        else:
+            self.laid.add(card)
 
     # -- derived counts -----------------------------------------------------------------------
 
@@ -318,6 +323,7 @@ def describe(knowledge: Knowledge) -> dict[str, Any]:
     return {
         "unseen": [names[c] for c in knowledge.unseen],
         "forced": {s: [names[c] for c in sorted(v)] for s, v in knowledge.forced.items()},
-        "caps": {s: names[c] for s, c in knowledge.caps.items()},
+        # per seat under a cap, the highest rank it can still hold
+        "caps": {s: knowledge.deck.order[(c >> 2) - 1] for s, c in knowledge.caps.items()},
         "fd_unknown": knowledge.fd_unknown,
     }

@@ -3,9 +3,17 @@
 Inside the engine a card is a pair (rank index in the rules' ``rank_order``, suit index), and a
 hand is one 4-bit suit mask per rank. Suits only matter for dealing, the round-1 starting card
 and display; the fixed suit order clubs, spades, hearts, diamonds breaks ties (clubs lowest).
+
+An action names a rank, not suits. Which of its cards of that rank a seat plays, returns, lays
+down or hands over in the exchange is up to the seat, and a real player's choice tells the
+others nothing; so the engine takes them in the seat's own suit order for that rank in that
+round (:func:`suit_order`), drawn from the match's seed, which no seat sees. Taking the lowest
+suits instead would tell every seat that the player holds none of the lower ones.
 """
 
 from __future__ import annotations
+
+from itertools import permutations
 
 ALL_RANKS = ("2", "3", "4", "5", "6", "7", "8", "9", "T", "J", "Q", "K", "A")
 SKAT_RANKS = ("7", "8", "9", "T", "J", "Q", "K", "A")
@@ -18,18 +26,46 @@ RANK_WORDS = {
 }
 
 POPCOUNT = tuple(bin(m).count("1") for m in range(16))
-# The suits of a mask, lowest suit first: the engine always takes cards of a rank in this order.
+# The suits of a mask, lowest suit first.
 MASK_SUITS = tuple(tuple(s for s in range(4) if m >> s & 1) for m in range(16))
 # The mask of the k lowest suits present in m, for k = 0..4.
 LOWEST_K = tuple(
     tuple(sum(1 << s for s in MASK_SUITS[m][:k]) for k in range(5)) for m in range(16)
 )
-# The mask of the k highest suits present in m, for k = 0..4.
-HIGHEST_K = tuple(
-    tuple(sum(1 << s for s in MASK_SUITS[m][len(MASK_SUITS[m]) - k:]) if k else 0
-          for k in range(5))
-    for m in range(16)
+
+
+# The 24 orders of the four suits, and the mask of the first k suits of mask m in order o:
+# ``PICK[o][m][k]`` for k = 0..4.
+SUIT_ORDERS = tuple(permutations(range(4)))
+PICK = tuple(
+    tuple(tuple(sum(1 << s for s in [s for s in order if m >> s & 1][:k]) for k in range(5))
+          for m in range(16))
+    for order in SUIT_ORDERS
 )
+
+
+def round_suit_key(seed: int, match_index: int, rnd: int) -> int:
+    """A 32-bit key of round ``rnd`` of the match with ``seed`` and ``match_index``, from which
+    :func:`suit_order` draws every seat's suit orders. Integer arithmetic that stays below
+    2**63, so that the batched engine's compiled kernels compute the same keys."""
+    x = 0
+    for v in (seed & 0xFFFFFFFF, match_index & 0xFFFFFFFF, rnd & 0xFFFFFFFF):
+        x = x ^ v
+        x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+        x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+        x = (x >> 16) ^ x
+    return x
+
+
+def suit_order(round_key: int, seat: int, rank: int) -> int:
+    """The index in :data:`SUIT_ORDERS` of the order in which ``seat`` moves its cards of
+    ``rank`` this round: as good as uniform and independent for every seat and rank, so the
+    suits a seat moves are a uniformly random choice among those it holds."""
+    x = round_key ^ ((seat & 15) << 4 | (rank & 15))
+    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+    x = ((x >> 16) ^ x) * 0x45D9F3B & 0xFFFFFFFF
+    x = (x >> 16) ^ x
+    return x % 24
 
 
 class CardError(ValueError):

@@ -5,8 +5,10 @@ state with a :meth:`Game.step` transition, a legal-action list and mask in the a
 of :mod:`arschloch_env.actions`, and a cheap :meth:`Game.clone` for search.
 
 A hand is a list with one 4-bit suit mask per rank (bit ``s`` = suit ``SUITS[s]``). When an
-action names only a rank, the engine takes that rank's cards lowest suit first (clubs, spades,
-hearts, diamonds); :meth:`Game.step` also accepts the exact cards, for replays and people.
+action names only a rank, the engine takes that rank's cards in the seat's own suit order for
+the rank this round (:func:`arschloch_env.cards.suit_order`, drawn from the seed: what a seat
+plays tells the others nothing about the suits it holds); a face-up left-over card is taken
+lowest suit first. :meth:`Game.step` also accepts the exact cards, for replays and people.
 
 Flow of a round: deal; from round 2 on the left-over swap (3rd, then 4th place: phases
 ``take`` and ``lay``) and the exchange (the Arschloch's highest cards go to the President
@@ -22,7 +24,8 @@ import numpy as np
 
 from arschloch_env.actions import PASS, ActionCodec
 from arschloch_env.cards import (
-    HIGHEST_K, LOWEST_K, MASK_SUITS, POPCOUNT, CardError, cards_to_hand, hand_cards, mask_cards,
+    LOWEST_K, MASK_SUITS, PICK, POPCOUNT, CardError, cards_to_hand, hand_cards, mask_cards,
+    round_suit_key, suit_order,
 )
 from arschloch_env.rules import Rules, make_rules
 
@@ -181,7 +184,7 @@ class Game:
         Args:
             action: an action id.
             cards: optionally the exact cards of a play, give, lay or take (same rank and
-                count as the action); by default the lowest suits are taken.
+                count as the action); by default those of :meth:`chosen`.
             seat: optionally the seat that means to act; another seat is "out of turn".
 
         Raises:
@@ -233,6 +236,11 @@ class Game:
             return a >= codec.take_base and self.face_up[a - codec.take_base] != 0
         return False
 
+    def chosen(self, seat: int, rank: int, count: int) -> int:
+        """The suit mask of the ``count`` cards of ``rank`` that ``seat`` moves when an action
+        names only the rank: the first it holds in its suit order for the rank this round."""
+        return PICK[suit_order(self.suit_key, seat, rank)][self.hands[seat][rank]][count]
+
     def _validate(self, a: int, cards: list[str] | None, seat: int | None) -> int:
         """Returns the suit mask of the cards the action moves, or raises IllegalActionError."""
         if self.phase == OVER:
@@ -249,10 +257,10 @@ class Game:
         if cards is None:
             phase = self.phase
             if phase == PLAY:
-                return LOWEST_K[self.hands[self.current][(a - 1) >> 2]][((a - 1) & 3) + 1] if a else 0
+                return self.chosen(self.current, (a - 1) >> 2, ((a - 1) & 3) + 1) if a else 0
             if phase == TAKE:
                 return LOWEST_K[self.face_up[a - self.codec.take_base]][1]
-            return LOWEST_K[self.hands[self.current][a - self.codec.give_base]][1]
+            return self.chosen(self.current, a - self.codec.give_base, 1)
         move = self.codec.decode(a)
         if move.kind == "pass":
             return 0
@@ -395,6 +403,7 @@ class Game:
     def _start_round(self) -> None:
         r, n = self.rules, self.n
         self.round += 1
+        self.suit_key = round_suit_key(int(self.seed or 0), self.match_index, self.round)
         if self.round > 1:
             leader: int | None = self.seat_with_place(n)
         elif r.first_leader == "rotate":
@@ -558,7 +567,8 @@ class Game:
         self._recompute_top_alive()
 
     def _auto_give(self, giver: int, taker: int, count: int) -> None:
-        """The giver hands over its ``count`` highest cards (by rank, then suit)."""
+        """The giver hands over its ``count`` highest cards (by rank; within a rank, in its
+        suit order)."""
         h, t = self.hands[giver], self.hands[taker]
         moved = []
         for q in range(self.R - 1, -1, -1):
@@ -567,7 +577,7 @@ class Game:
             m = h[q]
             if m:
                 k = min(count, POPCOUNT[m])
-                sub = HIGHEST_K[m][k]
+                sub = self.chosen(giver, q, k)
                 h[q] ^= sub
                 t[q] |= sub
                 self.given[giver][q] |= sub

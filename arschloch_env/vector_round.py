@@ -8,15 +8,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, types
 
+from arschloch_env import cards
 from arschloch_env.vector_rng import GSEED, JIT, MIDX, MSEED, pcg_seed, permutation, series_seed
 from arschloch_env.vector_state import (
     ACTIVE, C_DEALT, C_DECK, C_N, C_NOFIN, C_PEX, C_R, C_REWPTS, C_ROTATE, C_ROUNDS, C_SWAP,
     C_TARGET, C_TOP, C_VEX, C_WINPTS, CUR, EV_DATA, EV_EXCHANGE, EV_HAND, EV_LEFTOVER,
     EV_MATCH, EV_MATCH_END, EV_OUT, EV_ROUND, EV_ROUND_END, EV_SWAP, EVN, FDOWN, FUP, GBUF,
-    GIVE, GIVEN, GIVETO, GONE, HAND, HIGHK, LAY, LEAD, LOWK, LOWSUIT, LTOT, LWIN, MAXR,
+    GIVE, GIVEN, GIVETO, GONE, HAND, LAY, LEAD, LOWK, LOWSUIT, LTOT, LWIN, MAXR,
     NBOT, NTOP, OUT_EMPTIED, OUT_LAST, OUT_ONLY_TOP, PASSES, PERM, PH, PL, PLAY, PLAYED, POP,
-    PPL, PSD, RECV, REV, ROUND, SLOT, SWAP, SZ, TAKE, TAKEM, TAKEQ, TASK, TC, TOGIVE, TOPA, TR,
-    TS, TOT,
+    PICK, PPL, PSD, RECV, REV, ROUND, SKEY_HI, SKEY_LO, SLOT, SWAP, SZ, TAKE, TAKEM, TAKEQ,
+    TASK, TC, TOGIVE, TOPA, TR, TS, TOT,
 )
 
 
@@ -64,6 +65,19 @@ def _prev_holder(g, place, n):
     return -1
 
 
+# the reference's suit choice (arschloch_env.cards), compiled from the same source
+_round_suit_key = njit(**JIT)(cards.round_suit_key)
+_suit_order = njit(**JIT)(cards.suit_order)
+_M32 = np.uint64(0xFFFFFFFF)
+
+
+@njit(**JIT)
+def _chosen(g, s, q, k):
+    """The suit mask of the ``k`` cards of rank ``q`` that seat ``s`` moves (``Game.chosen``)."""
+    key = (np.int64(g[SKEY_HI]) & 0xFFFF) << 16 | (np.int64(g[SKEY_LO]) & 0xFFFF)
+    return PICK[_suit_order(key, s, q), g[HAND + MAXR * s + q] & 15, k]
+
+
 @njit(**JIT)
 def _recompute_top_alive(g, R):
     t = R - 1
@@ -99,7 +113,8 @@ def _reveal_only_top(g, ev, s, top):
 
 @njit(**JIT)
 def _auto_give(g, ev, giver, taker, count, R):
-    """The giver hands over its ``count`` highest cards (by rank, then suit)."""
+    """The giver hands over its ``count`` highest cards (by rank; within a rank, in its suit
+    order)."""
     row = _ev(g, ev, EV_EXCHANGE, giver, taker, 0)
     hg, ht = HAND + MAXR * giver, HAND + MAXR * taker
     total = 0
@@ -109,7 +124,7 @@ def _auto_give(g, ev, giver, taker, count, R):
         m = g[hg + q]
         if m:
             k = min(count, POP[m])
-            sub = HIGHK[m, k]
+            sub = _chosen(g, giver, q, k)
             g[hg + q] ^= sub
             g[ht + q] |= sub
             g[GIVEN + MAXR * giver + q] |= sub
@@ -190,7 +205,7 @@ def _run_tasks(g, C, ev):
 @njit(**JIT)
 def _give_one(g, C, ev, q):
     s, t = g[CUR], g[GIVETO]
-    m = LOWK[g[HAND + MAXR * s + q], 1]
+    m = _chosen(g, s, q, 1)
     g[HAND + MAXR * s + q] ^= m
     g[HAND + MAXR * t + q] |= m
     g[SZ + s] -= 1
@@ -229,7 +244,7 @@ def _take(g, C, ev, q):
 @njit(**JIT)
 def _lay(g, C, ev, q):
     s = g[CUR]
-    m = LOWK[g[HAND + MAXR * s + q], 1]
+    m = _chosen(g, s, q, 1)
     g[HAND + MAXR * s + q] ^= m
     g[SZ + s] -= 1
     g[FDOWN + q] |= m
@@ -300,6 +315,9 @@ def _start_round(g, r, C, ev):
     n, R = C[C_N], C[C_R]
     g[ROUND] += 1
     rnd = g[ROUND]
+    key = _round_suit_key(np.int64(r[MSEED] & _M32), np.int64(r[MIDX] & _M32), np.int64(rnd))
+    g[SKEY_HI] = key >> 16  # int16 columns: read back with & 0xFFFF
+    g[SKEY_LO] = key & 0xFFFF
     if rnd > 1:
         leader = _prev_holder(g, n, n)
     elif C[C_ROTATE]:

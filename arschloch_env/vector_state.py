@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from arschloch_env import cards
+
 STATE_DTYPE = np.int16
 MAX_RECORDED = 32767
 MAXN, MAXR = 6, 13
@@ -24,9 +26,10 @@ PHASE_NAMES = ("play", "give", "take", "lay")
 # scalars: phase, seat to act, round leader, table (rank, count, seat), passes since the last
 # play, seats holding cards, next place from the top / bottom, highest rank in play, cards
 # still to give and to whom, round, set-up task, swap on, the card taken in the swap (rank,
-# mask), record slot (-1: not recorded), record events this step
+# mask), record slot (-1: not recorded), record events this step, the round's 32-bit suit key
+# (cards.round_suit_key) as its high and low 16 bits
 (PH, CUR, LEAD, TR, TC, TS, PASSES, ACTIVE, NTOP, NBOT, TOPA, TOGIVE, GIVETO, ROUND, TASK,
- SWAP, TAKEQ, TAKEM, SLOT, EVN) = range(20)
+ SWAP, TAKEQ, TAKEM, SLOT, EVN, SKEY_HI, SKEY_LO) = range(22)
 # per seat (MAXN columns each): cards held, passed, place (0: none), previous round's place,
 # match total, revealed top-rank cards, the last finished match's totals and winners
 SZ = 24
@@ -82,9 +85,8 @@ def _suits(m: int) -> list[int]:
 
 
 POP = np.array([len(_suits(m)) for m in range(16)], dtype=np.int64)
-# the k lowest / highest suits of mask m
+# the k lowest suits of mask m, and the first k in each suit order (arschloch_env.cards)
 LOWK = np.array([[sum(1 << s for s in _suits(m)[:k]) for k in range(5)] for m in range(16)],
                 dtype=np.int64)
-HIGHK = np.array([[sum(1 << s for s in _suits(m)[len(_suits(m)) - k:]) if k else 0
-                   for k in range(5)] for m in range(16)], dtype=np.int64)
+PICK = np.array(cards.PICK, dtype=np.int64)
 LOWSUIT = np.array([(_suits(m) or [4])[0] for m in range(16)], dtype=np.int64)

@@ -15,8 +15,9 @@ def move_words(game, action: int) -> str:
     if m.kind in ("pass", "play"):
         return codec.describe(action)
     rank = game.rules.rank_order[m.rank]
-    source = game.face_up if m.kind == "take" else game.hands[game.current]
-    card = mask_cards(rank, LOWEST_K[source[m.rank]][1])[0]
+    chosen = (LOWEST_K[game.face_up[m.rank]][1] if m.kind == "take"
+              else game.chosen(game.current, m.rank, 1))
+    card = mask_cards(rank, chosen)[0]
     if m.kind == "take":
         return f"take {card}"
     if game.phase == "lay":

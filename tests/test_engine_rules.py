@@ -353,13 +353,16 @@ def test_face_up_ace_makes_the_king_the_top_card():
     take(g, 2, "7D")
     assert g.phase == "lay" and g.current == 2 and "7D" in g.hand_of(2)
     give(g, 2, "7D")
-    # The exchange (one card with 3 players): seat 2's KD goes to seat 0, who returns 7C.
-    assert g.hand_of(2) == "7H 8H 9H TH JH JD QH QD KH".split()
-    assert g.phase == "give" and g.current == 0 and g.to_give == 1 and "KD" in g.hand_of(0)
+    # The exchange (one card with 3 players): one of seat 2's kings (KH, KD: which one is its
+    # suit order's choice) goes to seat 0, who returns 7C.
+    kept = g.hand_of(2)
+    assert kept[:-1] == "7H 8H 9H TH JH JD QH QD".split() and kept[-1] in ("KH", "KD")
+    king = "KD" if kept[-1] == "KH" else "KH"
+    assert g.phase == "give" and g.current == 0 and g.to_give == 1 and king in g.hand_of(0)
     give(g, 0, "7C")
     assert g.phase == "play" and g.current == 2
     assert g.highest_in_play() == g.rules.rank_index["A"]
-    # seat 0: AC AS AH 8C 9C TC JC QC KC KD; AD lies face up, out of play.
+    # seat 0: AC AS AH 8C 9C TC JC QC KC and the king; AD lies face up, out of play.
     play(g, 2, "7H")
     play(g, 0, "AC")                     # top card: ends at once
     assert g.current == 0 and g.leading
@@ -616,6 +619,35 @@ def test_exchange_count_zero_writes_no_event():
     assert not events(g, "exchange")
 
 
+def test_the_suits_a_seat_moves_are_a_uniform_choice_among_those_it_holds():
+    """An action names a rank; which of its cards of that rank a seat plays or hands over is
+    the seat's own choice (its suit order, drawn from the seed), as good as uniform, so the
+    others learn nothing of the suits it keeps (taking the lowest suits first would tell them
+    it holds no lower one)."""
+    from collections import Counter
+    rules = make_rules("culo", 4, rounds=2)
+    r2 = split(["7C 8C 9C TC 7S 8S 9S TS", "7H 8H 9H TH 7D 8D 9D TD",
+                "JC JS JH JD QC QS QH QD", "KC KS KH KD AC AS AH AD"])
+    singles, pairs, gifts = Counter(), Counter(), Counter()
+    games = 480
+    for seed in range(games):
+        # seat 0 holds the four sevens and leads round 1
+        g = Game(rules, seed=seed, deals=[block_deal(rules)], record=True)
+        g.step(g.codec.play(0, 1 + seed % 2))
+        (cards,) = [e["cards"] for e in g.events if e["event"] == "play"]
+        (singles if len(cards) == 1 else pairs)[" ".join(cards)] += 1
+        # the Arschloch of round 1 (seat 3) holds four aces in round 2 and gives two
+        g = Game(rules, seed=seed, deals=[block_deal(rules), (r2, [])], record=True)
+        finish_round(g)
+        gifts[" ".join(events(g, "exchange")[0]["cards"])] += 1
+    # expected: 60 of each of the 4 sevens, 40 of each of the 6 pairs of them, 80 of each of
+    # the 6 pairs of aces (bounds about 4 standard deviations out)
+    assert sorted(singles) == ["7C", "7D", "7H", "7S"]
+    assert all(30 <= c <= 90 for c in singles.values()), singles
+    assert len(pairs) == 6 and all(15 <= c <= 65 for c in pairs.values()), pairs
+    assert len(gifts) == 6 and all(45 <= c <= 115 for c in gifts.values()), gifts
+
+
 def test_exchange_gives_highest_cards_and_president_may_return_them():
     rules = make_rules("culo", 4, rounds=2)
     r2 = split([
@@ -627,26 +659,35 @@ def test_exchange_gives_highest_cards_and_president_may_return_them():
     g = Game(rules, deals=[block_deal(rules), (r2, [])], record=True)
     finish_round(g)
     assert g.prev_places == [1, 2, 3, 4]
-    # The Arschloch (seat 3) gives AH AD (the highest suits of the highest rank).
-    assert events(g, "exchange") == [
-        {"event": "exchange", "from": "player_3", "to": "player_0", "cards": ["AH", "AD"]}]
+    # The Arschloch (seat 3) gives two of its aces (the highest rank; which two, its suit
+    # order chooses).
+    (gift,) = events(g, "exchange")
+    aces = gift["cards"]
+    assert gift == {"event": "exchange", "from": "player_3", "to": "player_0", "cards": aces}
+    assert len(aces) == 2 and all(c[0] == "A" for c in aces)
     assert g.phase == "give" and g.current == 0 and g.to_give == 2
     view = public_view(g, 0)
-    assert view["phase"] == "give" and view["to_give"] == 2 and view["received"] == ["AH", "AD"]
-    assert [m["move"] for m in view["legal"]][:3] == ["give 7C", "give 8C", "give 9C"]
+    assert view["phase"] == "give" and view["to_give"] == 2 and view["received"] == aces
+    # a give names the card it moves: seat 0's own choice among its sevens, eights, nines
+    words = [m["move"] for m in view["legal"]][:3]
+    assert [w[:6] for w in words] == ["give 7", "give 8", "give 9"]
+    assert all(w.split()[1] in view["hand"] for w in words)
     a_give = g.codec.give(g.rules.rank_index["A"])
     assert a_give in g.legal_actions()
     assert moves(g)[-1] == "give an ace"
-    give(g, 0, "AD")                     # the President returns a card just received
+    give(g, 0, aces[1])                  # the President returns a card just received
     give(g, 0, "7C")
     assert events(g, "exchange")[1] == {"event": "exchange", "from": "player_0",
-                                        "to": "player_3", "cards": ["7C", "AD"]}
-    # Vices: seat 2 gives QD (its highest), seat 1 returns one of its choice.
-    assert events(g, "exchange")[2]["cards"] == ["QD"]
+                                        "to": "player_3", "cards": ["7C", aces[1]]}
+    # Vices: seat 2 gives a queen (its highest rank), seat 1 returns one of its choice.
+    (queen,) = events(g, "exchange")[2]["cards"]
+    assert queen[0] == "Q"
     assert g.current == 1 and g.to_give == 1
-    give(g, 1, "QD")
+    give(g, 1, queen)
     assert g.phase == "play" and g.current == 3
-    assert g.given[0] == [1, 0, 0, 0, 0, 0, 0, 8] and g.received[0][7] == 12
+    suit = {s: 1 << i for i, s in enumerate("CSHD")}
+    assert g.given[0] == [1, 0, 0, 0, 0, 0, 0, suit[aces[1][1]]]
+    assert g.received[0][7] == suit[aces[0][1]] | suit[aces[1][1]]
 
 
 # -- round-1 leader, later rounds ------------------------------------------------------------------------

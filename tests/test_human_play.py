@@ -279,3 +279,32 @@ def test_hint_learns_the_lay_the_player_made_instead_of_its_own():
                        output=lambda text: None, hint=hint)
     assert human.act(obs, view) == other
     assert [c >> 2 for c in hint.knowledge.laid] == [other - (1 + 4 * game.R)]
+
+
+def test_hint_learns_the_very_card_the_player_laid():
+    """The player names a suit the engine would not have picked for that rank: the hint's
+    knowledge holds that card, not the engine's choice."""
+    from agents import ExpertAgent
+    from agents.runner import observation_of
+    from arschloch_env.observation import Encoder
+    from arschloch_env.rules import make_rules
+
+    rules = make_rules("culo", 3)
+    for seed in range(50):
+        game = Game(rules, seed=seed, auto_pass=True)
+        while public_view(game, game.current)["phase"] != "lay":  # round 2's left-over swap
+            game.step(game.legal_actions()[0])
+        view = public_view(game, game.current)
+        hand = view["hand"]
+        pairs = [m for m in view["legal"] if sum(c[0] == m["move"][4] for c in hand) > 1]
+        if pairs:
+            break
+    move = pairs[0]
+    default = move["move"].split()[1]  # the card the engine lays for this rank
+    card = next(c for c in hand if c[0] == default[0] and c != default)
+    hint = ExpertAgent()
+    hint.reset(view["rules"], view["seat"])
+    human = HumanAgent(input_fn=lambda prompt: card.lower(), output=lambda text: None, hint=hint)
+    obs = observation_of(game, Encoder(game.R), view["seat"])
+    assert human.choose(view, obs) == (move["id"], [card])
+    assert [hint.knowledge.deck.names[c] for c in hint.knowledge.laid] == [card]

@@ -140,9 +140,11 @@ class RecordChecker:
             high = self._seat_with_prev_place(high_place)
             before = list(self.hands[low])
             gift = self._exchange_step(low, high, count)
-            # The automatic gift is the giver's highest cards: no choice.
-            assert sorted(gift, key=self._card_key) == sorted(before, key=self._card_key)[
-                -count:], (gift, before)
+            # The automatic gift is the giver's highest cards by rank (RULES.md: suits never
+            # matter for play; which suit of a rank goes is the giver's).
+            assert sorted(self._card_key(c)[0] for c in gift) == [
+                self._card_key(c)[0] for c in sorted(before, key=self._card_key)[-count:]], (
+                gift, before)
             self._exchange_step(high, low, count)
         assert self._peek()["event"] != "exchange"
 

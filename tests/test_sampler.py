@@ -3,7 +3,7 @@
 The property: over random game states of every preset and table size, (1) the true deal is
 consistent with what the acting seat knows, and (2) every sampled deal is consistent with it
 too: the right number of cards per seat, no card the seat has seen, the cards it gave in the
-exchange still with their receiver, nothing above a forced giver's lowest given card, and no
+exchange still with their receiver, no rank above the lowest a forced giver gave, and no
 hand of top-rank cards only where that would already have been revealed.
 """
 
@@ -116,11 +116,12 @@ def test_exchange_knowledge_president_and_arschloch():
     kp.reset(rules, pres)
     kp.update(public_view(g, pres), observation_of(g, enc, pres))
     got = card_ids(g.received[pres])
-    assert kp.caps[culo] == min(got)
+    low = min(got) >> 2  # the lowest rank the Arschloch gave
+    assert kp.caps[culo] == 4 * (low + 1)
     returned = set(card_ids(g.given[pres]))
     assert kp.forced[culo] == returned
-    # The Arschloch holds nothing above the lowest card it gave, besides what it got back.
-    assert all(c < min(got) for c in card_ids(g.hands[culo]) if c not in returned)
+    # The Arschloch holds no rank above the lowest it gave, besides what it got back.
+    assert all(c >> 2 <= low for c in card_ids(g.hands[culo]) if c not in returned)
     rng = np.random.default_rng(0)
     for _ in range(50):
         hands, fd = kp.sample(rng)
@@ -157,3 +158,31 @@ def test_swap_memory_lay_is_face_down():
     assert not laid & set(k.unseen)
     hands, fd = truth(g, k)
     assert k.consistent(hands, fd) == []
+
+
+def test_note_action_remembers_the_card_the_engine_moves():
+    """A take or lay names a rank; the card moved is the one the view's legal move names
+    (a lay is the seat's own suit choice, not always the lowest suit)."""
+    rules = make_rules("culo", num_players=5, rounds=4)
+    rng = np.random.default_rng(0)
+    enc = Encoder(rules.num_ranks)
+    swaps = 0
+    for seed in range(30):
+        g = Game(rules, seed=seed, auto_pass=True, record=True)
+        knowledge = [Knowledge() for _ in range(g.n)]
+        for s, k in enumerate(knowledge):
+            k.reset(rules, s)
+        while not g.is_over:
+            s, phase = g.current, g.phase
+            a = int(rng.choice(g.legal_actions()))
+            if phase in ("take", "lay"):
+                knowledge[s].update(public_view(g, s), observation_of(g, enc, s))
+                knowledge[s].note_action(a)
+            g.step(a)
+            if phase == "lay":
+                swap = [e for e in g.events if e["event"] == "leftover_swap"][-1]
+                k = knowledge[s]
+                assert [k.deck.names[k.taken]] == [swap["take"]]
+                assert [k.deck.names[c] for c in k.laid] == [swap["lay"]]
+                swaps += 1
+    assert swaps >= 50
