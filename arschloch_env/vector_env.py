@@ -19,13 +19,15 @@ The learner holds ``seat`` in every game, or with ``seat=None`` a seat drawn per
 game. The other seats are played by ``opponent``: ``"random"`` (uniform legal moves, drawn in
 the kernels), a callable ``opponent(obs, mask) -> actions`` on batches (float32 [k, D], int8
 [k, A] -> ints [k]) of the games where an opponent is to act, e.g. a frozen policy, or an agent
-(an object with ``act``, or its spec: a built-in name, a bundle path, ``package.module:Class``)
-that decides on the observation alone (``uses_view = False``: ``greedy``, bundles; one object
-plays every opponent seat, so it must keep no state between moves). A bundle plays its whole
-batch in one call; other agents are asked row by row. Agents that read the public view
-(``expert``, ``mc``) need a reference game per table, which the batched engine does not keep:
-``arschloch train`` with ``algo: ppo-vec`` seats them (``vec.mix``). Forced passes are applied
-by the engine, so every observation returned is a real decision.
+(an object with ``act``, or its spec: a built-in name, a bundle path, ``package.module:Class``).
+An agent that decides on the observation alone (``uses_view = False``: ``greedy``, bundles)
+plays every opponent seat as one object, so it must keep no state between moves; a bundle
+plays its whole batch in one call, others are asked row by row. Any other agent (``expert``,
+``mc``, a class of your own without ``uses_view = False``) gets the public view and its own
+copy for every opponent seat of every game, reset with its seat at the start of every match;
+the view comes from a reference game per table that follows the batched one move for move
+(:class:`MirroredOpponent`), at Python speed. Forced passes are applied by the engine, so
+every observation returned is a real decision.
 
 A step applies the learner's actions, then lets the opponents move in every game until the
 learner is to act again. ``rewards[i]`` sums the learner's rewards in between. When game
@@ -40,6 +42,8 @@ episode of its own: its rewards are dropped and ``infos[i]["skipped_matches"]`` 
 
 from __future__ import annotations
 
+import copy
+from functools import partial
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -47,19 +51,52 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv
 
 from arschloch_env.arschloch import observation_bounds
+from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
 from arschloch_env.rules import Rules, is_integer
 from arschloch_env.vector import VectorGame
+from arschloch_env.view import public_view
 
 Opponent = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-def batched_opponent(opponent: Any, rules: Rules) -> str | Opponent:
-    """``"random"``, or a batched callable for ``opponent`` (see the module docstring).
+class MirroredOpponent:
+    """An agent that reads the public view, played row by row: per game a reference
+    :class:`~arschloch_env.engine.Game` that follows the batched one move for move (the
+    batched engine reproduces the reference: ``tests/test_vector.py``), and a fresh copy of
+    the agent in every opponent seat, reset with its seat at the start of every match."""
+
+    def __init__(self, make: Callable[[], Any], rules: Rules):
+        self.make = make
+        self.rules = rules
+        self.mirrors: dict[int, Game] = {}
+        self.agents: dict[int, list[Any]] = {}
+
+    def start(self, game: int, seed: int, match_index: int, learner: int) -> None:
+        """Game ``game`` begins the match with ``seed`` and ``match_index``."""
+        from agents.runner import reset_agents
+        self.mirrors[game] = Game(self.rules, seed=seed, match_index=match_index,
+                                  auto_pass=True)
+        agents = [None if s == learner else self.make() for s in range(self.rules.num_players)]
+        reset_agents(agents, self.rules.to_dict(), seed)
+        self.agents[game] = agents
+
+    def act(self, game: int, obs: np.ndarray, mask: np.ndarray) -> int:
+        mirror = self.mirrors[game]
+        seat = mirror.current
+        return int(self.agents[game][seat].act({"observation": obs, "action_mask": mask},
+                                                public_view(mirror, seat)))
+
+    def follow(self, game: int, action: int) -> None:
+        self.mirrors[game].step(int(action))
+
+
+def batched_opponent(opponent: Any, rules: Rules) -> str | Opponent | MirroredOpponent:
+    """``"random"``, a batched callable, or for an agent that reads the public view a
+    :class:`MirroredOpponent` (see the module docstring).
 
     Raises:
-        ValueError: an unknown spec, an agent that reads the public view, or one that does
-            not play these rules.
+        ValueError: an unknown spec, or an agent that does not play these rules.
     """
     if isinstance(opponent, str) and opponent == "random":
         return opponent
@@ -75,10 +112,9 @@ def batched_opponent(opponent: Any, rules: Rules) -> str | Opponent:
         raise ValueError(f"opponent {opponent!r}: expected 'random', a callable (obs, mask) -> "
                          f"actions, or an agent (spec)")
     if getattr(agent, "uses_view", True):
-        raise ValueError(f"opponent {opponent!r} reads the public view, which the batched "
-                         f"engine does not build; allowed here: agents that play on the "
-                         f"observation alone (random, greedy, bundles), or a batched callable. "
-                         f"arschloch train (algo ppo-vec, vec.mix) seats any agent")
+        make = (partial(make_agent, opponent) if isinstance(opponent, str)
+                else partial(copy.deepcopy, agent))
+        return MirroredOpponent(make, rules)
     if callable(getattr(agent, "reset", None)):
         agent.reset(rules.to_dict(), 0, None)  # a bundle refuses rules it was not made for
     if callable(getattr(agent, "policy", None)):  # a bundle: the whole batch at once
@@ -95,7 +131,7 @@ class ArschlochVecEnv(VecEnv):
         seed: seeds the games (as ``VectorGame``) and the seat draws.
         seat: the learner's seat in every game, or ``None`` for a seat drawn per match.
         opponent: ``"random"``, a batched callable ``(obs, mask) -> actions``, or an agent
-            (or agent spec) that plays without the public view.
+            (or agent spec); one that reads the public view plays at Python speed.
         reward: ``"place"`` or ``"points"``.
         threads, record_path, record_games: passed to :class:`VectorGame`.
     """
@@ -140,6 +176,7 @@ class ArschlochVecEnv(VecEnv):
             self._seat_rng = np.random.default_rng(seed)
         obs, mask = self.game.reset(seed=seed)
         self.seats = self._draw_seats(self.num_envs)
+        self._start_mirrors(self._rows)
         self._carry[:] = 0.0
         # rewards before the learner's first decision belong to its first step
         ended = np.ones(self.num_envs, bool)
@@ -164,6 +201,7 @@ class ArschlochVecEnv(VecEnv):
         obs, mask, rew, done = self.game.step(actions)
         episode += rew[self._rows, self.seats]
         self._ended(done, ended, infos, last_obs)
+        self._follow(actions, self._rows, done)
         obs, mask = self._play_opponents(obs, mask, ended, infos, episode, last_obs)
         self._obs, self._mask = obs, mask
         return obs, episode, ended, infos
@@ -232,6 +270,21 @@ class ArschlochVecEnv(VecEnv):
             ended[i] = True
         self.seats[idx] = self._draw_seats(len(idx))
 
+    def _start_mirrors(self, rows: np.ndarray) -> None:
+        """The mirrored opponent's games ``rows`` begin a match (seats already drawn)."""
+        if isinstance(self.opponent, MirroredOpponent):
+            seeds, index = self.game.match_seed, self.game.match_index
+            for j in rows.tolist():
+                self.opponent.start(j, int(seeds[j]), int(index[j]), int(self.seats[j]))
+
+    def _follow(self, actions: np.ndarray, rows: np.ndarray, done: np.ndarray) -> None:
+        """The mirrors take the moves just made in ``rows``; those whose match ended begin
+        the next one."""
+        if isinstance(self.opponent, MirroredOpponent):
+            for j in rows.tolist():
+                self.opponent.follow(j, actions[j])
+            self._start_mirrors(np.flatnonzero(done))
+
     def _play_opponents(self, obs, mask, ended, infos, episode, last_obs):
         """Opponent moves until the learner is to act in every game. The learner's rewards
         go to ``episode`` until its match ended (``ended``), after that to the next step."""
@@ -240,7 +293,12 @@ class ArschlochVecEnv(VecEnv):
             waiting = g.current_seat != self.seats
             if not waiting.any():
                 return obs, mask
-            if self.opponent == "random":
+            rows = np.flatnonzero(waiting)
+            if isinstance(self.opponent, MirroredOpponent):
+                actions = np.zeros(self.num_envs, np.int64)
+                for j in rows.tolist():
+                    actions[j] = self.opponent.act(j, obs[j], mask[j])
+            elif self.opponent == "random":
                 actions = g.sample_actions()
             else:
                 actions = np.zeros(self.num_envs, np.int64)
@@ -250,3 +308,4 @@ class ArschlochVecEnv(VecEnv):
             episode += np.where(ended, 0.0, r).astype(np.float32)
             self._carry += np.where(ended, r, 0.0).astype(np.float32)
             self._ended(done, ended, infos, last_obs)
+            self._follow(actions, rows, done)

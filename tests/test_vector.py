@@ -440,10 +440,54 @@ def test_vec_env_takes_agents_that_play_on_the_observation():
     assert play(obs, mask).tolist() == make_agent(bundle).policy(obs, mask)[0].tolist()
     with pytest.raises(BundleError, match="preset"):
         ArschlochVecEnv("tavern", 4, num_envs=2, opponent=bundle)
-    with pytest.raises(ValueError, match="'expert' reads the public view"):
-        ArschlochVecEnv("culo", 4, num_envs=2, opponent="expert")
     with pytest.raises(ValueError, match="opponent: unknown agent spec"):
         ArschlochVecEnv("culo", 4, num_envs=2, opponent="greedyy")
+
+
+class SeatLog:
+    """An agent of one's own that reads the view: logs every reset and checks every view."""
+    resets: list = []
+
+    def reset(self, rules, seat, seed):
+        self.seat = seat
+        SeatLog.resets.append(seat)
+
+    def act(self, observation, view):
+        assert view["seat"] == self.seat  # its own copy for its own seat
+        legal = [m["id"] for m in view["legal"]]
+        assert legal == np.flatnonzero(observation["action_mask"]).tolist()
+        return legal[-1]
+
+
+@pytest.mark.parametrize("opponent", ["expert", SeatLog()])
+def test_vec_env_plays_agents_that_read_the_view(opponent):
+    """Agents that read the public view get it from a reference game per table that follows
+    the batched one, and a copy per opponent seat, reset with its seat in every match."""
+    from arschloch_env.observation import Encoder
+    from arschloch_env.vector_env import ArschlochVecEnv, MirroredOpponent
+    SeatLog.resets = []
+    env = ArschlochVecEnv("culo", 4, num_envs=6, seed=3, seat=None, opponent=opponent,
+                          rounds=2)
+    assert isinstance(env.opponent, MirroredOpponent)
+    enc = Encoder(env.game.R)
+    obs = env.reset()
+    rng = np.random.default_rng(0)
+    episodes = skipped = 0
+    for _ in range(120):
+        for j, mirror in env.opponent.mirrors.items():  # the mirrors keep up
+            seat = int(env.seats[j])
+            assert mirror.current == seat == env.game.current_seat[j]
+            assert np.array_equal(enc.observe(mirror, seat), obs[j])
+            assert env.opponent.agents[j][seat] is None  # the learner's seat
+        m = env.action_masks()
+        obs, _, done, infos = env.step((rng.random(m.shape) * m).argmax(1))
+        episodes += int(done.sum())
+        skipped += sum(i.get("skipped_matches", 0) for i in infos)
+    assert episodes >= 6
+    if isinstance(opponent, SeatLog):
+        # three opponent seats reset per match begun: the first six and one per match ended
+        assert len(SeatLog.resets) == 3 * (6 + episodes + skipped)
+        assert sorted(set(SeatLog.resets)) == [0, 1, 2, 3]
 
 
 def test_vec_env_skips_a_match_without_a_learner_decision():
