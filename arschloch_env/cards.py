@@ -7,8 +7,8 @@ and display; the fixed suit order clubs, spades, hearts, diamonds breaks ties (c
 An action names a rank, not suits. Which of its cards of that rank a seat plays, returns, lays
 down or hands over in the exchange is up to the seat, and a real player's choice tells the
 others nothing; so the engine takes them in the seat's own suit order for that rank in that
-round (:func:`suit_order`), drawn from the match's seed, which no seat sees. Taking the lowest
-suits instead would tell every seat that the player holds none of the lower ones.
+round (:func:`suit_order`), drawn like the deal from the match's seed. Taking the lowest suits
+instead would tell every seat that the player holds none of the lower ones.
 """
 
 from __future__ import annotations

@@ -3,19 +3,19 @@ second time, independently of :mod:`arschloch_env.engine`, over arrays of many g
 
 Each game is one int16 row ``g`` of the state array (the columns of
 :mod:`arschloch_env.vector_state`) and one uint64 row ``r`` of the stream array
-(:mod:`arschloch_env.vector_rng`); a
-kernel loops over the games and runs plain scalar code on the rows, which numba compiles to
-machine code. Functions take these 1-D rows (not the whole batch) because numba passes array
-arguments by value: small rows keep the many calls cheap. The rules follow RULES.md and the
-reference's resolutions: a seat moves its cards of a rank in its own suit order for the rank
-that round (``arschloch_env.cards.suit_order``, the one piece of code the two engines share, so
-that they draw the same orders; a face-up left-over card is taken lowest suit first), the
-automatic exchange hands over the highest cards by rank, the left-over swap (3rd, then 4th
-place) comes before the exchange, "still in play" counts played, face-up and revealed cards. This module
-holds the trick play and the batch kernels; :mod:`arschloch_env.vector_round` the round set-up
-and end, :mod:`arschloch_env.vector_obs` the observation and mask. On the hot paths, seats and
-ranks are masked to their ranges (``& 7``, ``& 15``): no value changes, but the compiler can
-drop numba's negative-index wraparound on every access.
+(:mod:`arschloch_env.vector_rng`); a kernel loops over the games and runs plain scalar code on
+the rows, which numba compiles to machine code. Functions take these 1-D rows (not the whole
+batch) because numba passes array arguments by value: small rows keep the many calls cheap. The
+rules follow RULES.md and the reference's resolutions: a seat moves its cards of a rank in its
+own suit order for the rank that round (``arschloch_env.cards.suit_order``, the one piece of
+code the two engines share, so that they draw the same orders; a face-up left-over card is taken
+lowest suit first), the automatic exchange hands over the highest cards by rank, the left-over
+swap (3rd, then 4th place) comes before the exchange, "still in play" counts played, face-up and
+revealed cards. This module holds the trick play and the batch kernels;
+:mod:`arschloch_env.vector_round` the round set-up and end, :mod:`arschloch_env.vector_obs` the
+observation and mask. On the hot paths, seats and ranks are masked to their ranges (``& 7``,
+``& 15``): no value changes, but the compiler can drop numba's negative-index wraparound on
+every access.
 
 Record events (for recorded games only) are int64 rows ``[type, a, b, c, data...]`` in the
 game's slot of the event buffer ``ev``; :mod:`arschloch_env.vector` turns them into the JSON
@@ -30,8 +30,8 @@ from numba import njit
 from arschloch_env.vector_obs import observe_seat, write_mask, write_obs, write_state
 from arschloch_env.vector_rng import JIT, MIDX, splitmix
 from arschloch_env.vector_round import (
-    _chosen, _ev, _finish_round, _give_one, _lay, _new_match, _next_active, _out, _reveal_only_top,
-    _start_round, _take,
+    _chosen, _ev, _finish_round, _give_one, _lay, _new_match, _next_active, _out,
+    _reveal_only_top, _start_round, _take,
 )
 from arschloch_env.vector_state import (
     ACTIVE, C_N, C_NOFIN, C_R, C_TOP, C_TOPEND, CUR, EV_PASS, EV_PLAY, EV_TRICK, EVN, FUP,
