@@ -705,3 +705,53 @@ def test_an_evaluation_stopped_by_ctrl_c_stops_the_training(monkeypatch):
     mlp = MLP([(np.zeros((49, 413)), np.zeros(49))], "relu")
     with pytest.raises(KeyboardInterrupt):
         evaluate_fields(mlp, make_rules("culo", 4), ["random"], deals=4, seed=1)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "ppo-vec"])
+def test_resume_after_an_attempt_that_went_on_keeps_one_history(tmp_path, algo):
+    """An attempt that went on past its last checkpoint (it logged, evaluated and wrote a best
+    checkpoint there) and then stopped: the resumed run sets that best aside instead of
+    keeping it or overwriting it by a lower score, and its TensorBoard points replace the
+    attempt's instead of doubling them."""
+    run = tmp_path / "run"
+    if algo == "ppo":
+        config, suffix = SMOKE, ".zip"
+        overrides = ["total_steps=4096", "checkpoint_every=2048", "ppo.n_steps=256",
+                     "n_envs=1", "league.snapshot_every=1024", "eval.every=1024",
+                     "eval.deals=2"]
+    else:
+        config, suffix = ROOT / "configs" / "ppo_vec_culo.yaml", ".pt"
+        overrides = VEC_TINY[1:] + ["total_steps=1200", "checkpoint_every=600",
+                                    "eval.every=300", "league.snapshot_every=300"]
+    res = cli("train", "--config", config, "--run-dir", run, "--no-progress",
+              *[a for o in overrides for a in ("--set", o)])
+    assert res.returncode == 0, res.stderr[-3000:]
+    # as the attempt left it: the latest checkpoint the middle one, the best one past it
+    (middle,) = [p for p in (run / "checkpoints").glob("step_*.json")
+                 if json.loads(p.read_text())["steps"] < (4096 if algo == "ppo" else 1200)]
+    mid = json.loads(middle.read_text())["steps"]
+    (run / "latest.json").write_text(json.dumps({
+        "checkpoint": f"checkpoints/{middle.stem}{suffix}", "meta": f"checkpoints/{middle.name}",
+        "steps": mid}))
+    best = json.loads((run / "checkpoints" / "best.json").read_text())
+    best.update(steps=mid + 1, best=99.0)  # better than any evaluation can score
+    (run / "checkpoints" / "best.json").write_text(json.dumps(best))
+
+    resumed_at = time.time()
+    res = cli("train", "--run-dir", run, "--resume", "--no-progress")
+    assert res.returncode == 0, res.stderr[-3000:]
+    (aside,) = (run / "earlier_attempts").iterdir()
+    assert f"kept in {aside}" in res.stderr and f"past step {mid}" in res.stderr
+    assert json.loads((aside / "checkpoints" / "best.json").read_text())["best"] == 99.0
+    assert (aside / "checkpoints" / f"best{suffix}").is_file()
+    resumed_best = json.loads((run / "checkpoints" / "best.json").read_text())
+    assert mid < resumed_best["steps"] and resumed_best["best"] < 99.0
+    # as TensorBoard (and arschloch curves) read the logs: past the checkpoint, only the
+    # resumed run's points
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    (log,) = [p for p in (run / "tb").iterdir() if p.is_dir()]
+    acc = EventAccumulator(str(log), size_guidance={"scalars": 0})
+    acc.Reload()
+    late = [e for tag in acc.Tags()["scalars"] for e in acc.Scalars(tag) if e.step > mid]
+    assert late and all(e.wall_time >= resumed_at for e in late)
+    assert any(e.step <= mid for tag in acc.Tags()["scalars"] for e in acc.Scalars(tag))

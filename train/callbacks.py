@@ -29,7 +29,7 @@ class TrainingLoop(BaseCallback):
         self.cfg, self.run, self.league = cfg, run, league
         self.progress = progress
         self.evaluations: list[dict[str, Any]] = list((meta or {}).get("evaluations", []))
-        self.best: float | None = (meta or {}).get("best")
+        self.best: float | None = run.best_score()
         self.illegal = int((meta or {}).get("illegal_actions", 0))
         steps = int((meta or {}).get("steps", 0))
         self.next_snapshot = _next_multiple(steps, cfg.league.snapshot_every)

@@ -22,7 +22,7 @@ class Bookkeeper:
         self.cfg, self.run, self.league, self.progress = cfg, run, league, progress
         meta = meta or {}
         self.evaluations: list[dict[str, Any]] = list(meta.get("evaluations", []))
-        self.best: float | None = meta.get("best")
+        self.best: float | None = run.best_score()
         self.illegal = int(meta.get("illegal_actions", 0))
         steps = int(meta.get("steps", 0))
         self.next_snapshot = _next_multiple(steps, cfg.league.snapshot_every)
@@ -39,7 +39,9 @@ class Bookkeeper:
         from torch.utils.tensorboard import SummaryWriter
 
         from train.sb3_trainer import rules_for
-        self.writer = SummaryWriter(str(self.run.tb / "ppo_vec_1"))
+        # a resumed run's points replace those an interrupted attempt logged past its step
+        self.writer = SummaryWriter(str(self.run.tb / "ppo_vec_1"),
+                                    purge_step=steps + 1 if steps else None)
         self._started = (steps, time.time())  # SB3's time/fps counts from here too
         if steps == 0:
             self.writer.add_text("config", "```\n" + yaml.safe_dump(self.cfg.to_dict()) +

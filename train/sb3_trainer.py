@@ -176,6 +176,25 @@ class RunDir:
                     path.unlink()
                     self.root.rmdir()
 
+    def set_aside_stale_best(self, steps: int) -> Path | None:
+        """Moves a best checkpoint written after the checkpoint at ``steps`` (by an attempt
+        that went on and stopped later: moves the resumed run will not make) to
+        ``earlier_attempts/<time>/checkpoints/`` and returns that attempt folder; None when
+        the best is not newer than ``steps``."""
+        meta = self.checkpoints / "best.json"
+        if not meta.is_file() or json.loads(meta.read_text())["steps"] <= steps:
+            return None
+        dest = fresh_directory(self.root / self.SET_ASIDE / time.strftime("%Y%m%d-%H%M%S"))
+        (dest / "checkpoints").mkdir()
+        for path in self.checkpoints.glob("best.*"):
+            os.replace(path, dest / "checkpoints" / path.name)
+        return dest
+
+    def best_score(self) -> float | None:
+        """The evaluation score of the best checkpoint there is; None before the first."""
+        meta = self.checkpoints / "best.json"
+        return json.loads(meta.read_text())["best"] if meta.is_file() else None
+
     def set_aside(self) -> Path | None:
         """Moves what an attempt that stopped before its first checkpoint wrote (the best
         checkpoint of its first evaluations, league snapshots, TensorBoard logs, its config)
@@ -206,6 +225,14 @@ def interrupt_deferred():
         signal.signal(signal.SIGINT, previous)
         if caught:
             signal.raise_signal(signal.SIGINT)
+
+
+def purge_tensorboard_after(log_dir: Path, steps: int) -> None:
+    """Marks the points an interrupted attempt logged past the checkpoint at ``steps`` as
+    gone, so that TensorBoard and ``arschloch curves`` show the resumed run's instead of both
+    (a writer's ``purge_step``, the marker TensorBoard honours across the folder's files)."""
+    from torch.utils.tensorboard import SummaryWriter
+    SummaryWriter(str(log_dir), purge_step=steps + 1).close()
 
 
 def finished_checkpoint(run_dir: str | Path, total_steps: int) -> Path | None:
@@ -260,6 +287,11 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         elif not resume:
             raise ConfigError(f"run directory {run.root} already holds a run; use --resume to "
                               f"continue it or --run-dir for a new one")
+        elif (moved := run.set_aside_stale_best(steps := json.loads(
+                run.latest.read_text())["steps"])) is not None:
+            print(f"the best checkpoint of the attempt that went on past step {steps} is kept "
+                  f"in {moved}; the resumed run has its best anew from its next evaluation",
+                  file=sys.stderr)
         if cfg.algo == "ppo-vec":
             from train import ppo_vec
             return ppo_vec.train(cfg, run_dir, resume=resume, progress=progress)
@@ -270,6 +302,8 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    from stable_baselines3.common.utils import get_latest_run_id
 
     from train.callbacks import TrainingLoop
 
@@ -295,6 +329,9 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
                                  env=envs, device=cfg.device,
                                  custom_objects={"tensorboard_log": str(run.tb)})
     model.lr_schedule = lr_schedule(cfg)  # the config's, also when it changed for the resume
+    if meta is not None:
+        purge_tensorboard_after(run.tb / f"ppo_{get_latest_run_id(str(run.tb), 'ppo')}",
+                                model.num_timesteps)
     loop = TrainingLoop(cfg, run, league, meta, progress=progress)
     remaining = cfg.total_steps - model.num_timesteps
     started = time.time()
