@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "ppo_smoke.yaml"
 
 
-def cli(*args, timeout=600, **kw):
+def cli(*args, timeout=600, cwd=ROOT, **kw):
     return subprocess.run([sys.executable, "-m", "arschloch_env.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout, cwd=ROOT, **kw)
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd, **kw)
 
 
 # -- configs ----------------------------------------------------------------------------------
@@ -396,6 +396,13 @@ def test_export_never_deletes_what_is_not_a_bundle(smoke_run, tmp_path):
     for _ in range(2):
         assert cli("export", smoke_run, "--out", out).returncode == 0
     assert sorted(p.name for p in out.parent.iterdir()) == ["smoke"]
+    # the current directory, even empty, is not replaced (and nothing is left in it)
+    here = tmp_path / "here"
+    here.mkdir()
+    for out in (".", ".."):
+        res = cli("export", smoke_run, "--out", out, cwd=here)
+        assert res.returncode == 2 and "is the current directory" in res.stderr, res.stderr
+    assert list(here.iterdir()) == []
 
 
 def test_demo_clears_only_its_own_folder(tmp_path):

@@ -158,6 +158,10 @@ def check_replaceable(out: Path) -> None:
         return
     if not out.is_dir():
         raise BundleError(f"--out {out} is a file; a bundle is a directory: name a new one")
+    here = Path.cwd().resolve()
+    if out.resolve() in (here, *here.parents):
+        raise BundleError(f"--out {out} is the current directory (or holds it), which cannot "
+                          f"be replaced: name a new directory, e.g. --out my_bot")
     others = sorted(p.name for p in out.iterdir() if p.name not in BUNDLE_FILES)
     if others:
         shown = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
