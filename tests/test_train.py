@@ -59,11 +59,18 @@ def test_shipped_configs_load():
      "eval.opponents: bots/ppo_vec_tavern_multi does not play these rules (culo, 4 players): "
      "bundle"),
     ("eval.deals=1", "eval.deals: 1 is not allowed; it must be at least 2"),
+    ("device=banana", "device: 'banana' is not a torch device; allowed: cpu, cuda"),
+    ("device=mps", "device: 'mps'; allowed: cpu, cuda, cuda:N, auto"),
 ])
 def test_config_errors_name_the_key(override, message):
     with pytest.raises((ConfigError, ValueError), match=None) as info:
         load_config(SMOKE, [override])
     assert message in str(info.value)
+
+
+def test_ppo_vec_runs_on_the_cpu():
+    with pytest.raises(ConfigError, match="algo ppo-vec runs on the CPU"):
+        load_config(ROOT / "configs" / "ppo_vec_culo.yaml", ["device=cuda"])
 
 
 def test_train_cli_rejects_bad_config_cleanly(tmp_path):

@@ -320,8 +320,7 @@ def validate(cfg: TrainConfig) -> None:
     if not v.mix or any(w < 0 for w in v.mix.values()) or sum(v.mix.values()) <= 0:
         raise ConfigError(f"vec.mix: {v.mix} needs non-negative shares with a positive sum")
     if cfg.algo == "ppo-vec":
-        from arschloch_env.rules import make_rules as _rules
-        decks = {tuple(_rules(cfg.rules, n, **cfg.rules_overrides).rank_order)
+        decks = {tuple(make_rules(cfg.rules, n, **cfg.rules_overrides).rank_order)
                  for n in cfg.players}
         if len(decks) > 1:
             raise ConfigError(f"players: {cfg.players} play different decks; one policy "
@@ -334,7 +333,32 @@ def validate(cfg: TrainConfig) -> None:
     if cfg.eval.best_by not in cfg.eval.opponents:
         raise ConfigError(f"eval.best_by: {cfg.eval.best_by!r} is not one of eval.opponents "
                           f"{cfg.eval.opponents}")
+    check_device(cfg)
     check_agent_specs(cfg)
+
+
+def check_device(cfg: TrainConfig) -> None:
+    """``device`` names a torch device this machine has (or ``auto`` for SB3: CUDA where there
+    is one). ppo-vec runs on the CPU: its batched engine, sampling and league are CPU code."""
+    if cfg.algo == "ppo-vec":
+        if cfg.device != "cpu":
+            raise ConfigError(f"device: {cfg.device!r}; algo ppo-vec runs on the CPU (its "
+                              f"batched engine, sampling and league are CPU code); allowed: cpu")
+        return
+    if cfg.device == "auto":
+        return
+    import torch
+    allowed = "cpu, cuda, cuda:N, auto"
+    try:
+        device = torch.device(cfg.device)
+    except RuntimeError:
+        raise ConfigError(f"device: {cfg.device!r} is not a torch device; allowed: "
+                          f"{allowed}") from None
+    if device.type not in ("cpu", "cuda"):
+        raise ConfigError(f"device: {cfg.device!r}; allowed: {allowed}")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"device: {cfg.device!r}, but torch finds no CUDA device here; use "
+                          f"device: cpu (or auto, which takes CUDA where there is one)")
 
 
 RANGES: tuple[tuple[str, float, float | None, bool, str], ...] = (
