@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -152,7 +153,8 @@ class RunDir:
     def lock(self):
         """Held by the trainer writing the run: a second one would interleave its checkpoints
         with the first's, or set the first's files aside under it. A directory this call
-        made goes again if nothing was written into it (a config error found late)."""
+        made goes again if an error (a config error found late: a checkpoint to start from
+        that does not fit) stops the run before it wrote anything but its config."""
         try:
             import fcntl
         except ImportError:  # not POSIX: no locking
@@ -171,10 +173,26 @@ class RunDir:
                                   f"finish or stop it (Ctrl-C), then run this again") from None
             try:
                 yield
+            except Exception:
+                if made and self._only_set_up():
+                    shutil.rmtree(self.root)
+                    made = False
+                raise
             finally:
                 if made and [p.name for p in self.root.iterdir()] == [self.LOCK]:
                     path.unlink()
                     self.root.rmdir()
+
+    def _only_set_up(self) -> bool:
+        """The directory holds what :meth:`create` writes and no more: config, rules, the
+        lock, and its folders without a file in them."""
+        for p in self.root.iterdir():
+            if p.name in ("config.yaml", "rules.json", self.LOCK):
+                continue
+            if not (p.is_dir() and p.name in self.OWN and
+                    not any(f.is_file() for f in p.rglob("*"))):
+                return False
+        return True
 
     def set_aside_stale_best(self, steps: int) -> Path | None:
         """Moves a best checkpoint written after the checkpoint at ``steps`` (by an attempt
