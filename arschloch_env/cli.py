@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -21,6 +24,27 @@ from arschloch_env.rules import FIELD_NAMES, PRESETS, Rules, RulesError, make_ru
 
 class CliError(Exception):
     """A user error: printed as one line, exit status 2."""
+
+
+def check_out_dir(out: str, label: str | None = None) -> None:
+    """An output directory that cannot be written fails now, not after the work (``label``
+    names it in the message; default ``--out OUT``)."""
+    label = label or f"--out {out!r}"
+    if Path(out).exists() and not Path(out).is_dir():
+        raise CliError(f"{label} is a file; give a directory")
+    base = Path(out).absolute()
+    while not base.exists():
+        base = base.parent
+    if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
+        raise CliError(f"{label}: {str(base)!r} is not a writable directory")
+    # os.access does not know every file system (/proc, a read-only mount): try it
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=base)
+    except OSError as exc:
+        raise CliError(f"{label}: cannot create a file in {str(base)!r} "
+                       f"({exc.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 EXIT_INTERRUPTED = 130

@@ -15,7 +15,7 @@ from agents.mlp import MLP
 from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
 from arschloch_env.rules import make_rules
-from train.clone import clone, collect
+from train.clone import Decisions, clone, collect
 from tests.test_ppo_vec import cli, latest_meta, train_args
 
 
@@ -66,11 +66,27 @@ def test_clone_cli_errors_name_the_argument(tmp_path):
                           (["greedy", "--set", "rounds=0", "--out", tmp_path / "c.npz"],
                            "rounds: 0 is not allowed"),
                           (["greedy", "--players", "3", "--set", "num_players=5", "--out",
-                            tmp_path / "c.npz"], "num_players: given as 3 and as 5")]:
+                            tmp_path / "c.npz"], "num_players: given as 3 and as 5"),
+                          (["greedy", "--out", tmp_path / "d.npz"],
+                           "is a directory; name the policy file")]:
+        (tmp_path / "d.npz").mkdir(exist_ok=True)
         res = cli("clone", *args)
         assert res.returncode == 2 and message in res.stderr, res.stderr
         assert "Traceback" not in res.stderr
     assert not (tmp_path / "c.npz").exists()
+
+
+def test_fewer_decisions_than_a_minibatch_still_train():
+    """Under one minibatch (2,048) of decisions the fit takes them all as one, instead of no
+    step at all (an untrained network written as the clone)."""
+    from train.clone import fit
+    data = collect("greedy", "culo", [4], 1500, seed=1)
+    _, before = fit(data, [64], epochs=1, learning_rate=0.0, log=lambda _: None)
+    _, after = fit(data, [64], epochs=40, log=lambda _: None)
+    assert after > before + 0.2, (before, after)
+    one = Decisions(data.obs[:1], data.mask[:1], data.action[:1])
+    with pytest.raises(ValueError, match="leave none to fit"):
+        fit(one, [8], log=lambda _: None)
 
 
 def test_clone_cli_plays_the_rules_of_set(tmp_path):

@@ -123,18 +123,24 @@ def test_record_never_overwrites_a_result_through_dotdot(tmp_path, capsys):
 def test_out_that_cannot_be_created_fails_before_the_games(tmp_path, capsys, monkeypatch):
     # A file system that refuses the directory although os.access calls its parent writable
     # (/proc, a read-only mount, root on a locked folder): creating one there fails.
-    import train.tournament_cli as tournament_cli
+    import arschloch_env.cli
 
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(tournament_cli.tempfile, "mkdtemp", refuse)
+    monkeypatch.setattr(arschloch_env.cli.tempfile, "mkstemp", refuse)
     code = cli_main(["tournament", "--bots", "greedy", "random", "--deals", "1", "--jobs",
                      "1", "--out", str(tmp_path / "results")])
     captured = capsys.readouterr()
-    assert code == 2 and f"cannot create a directory in {str(tmp_path)!r}" in captured.err
+    assert code == 2 and f"cannot create a file in {str(tmp_path)!r}" in captured.err
     assert "Permission denied" in captured.err
     assert "greedy" not in captured.out and not (tmp_path / "results").exists()
+    # the same check before a clone collects and fits
+    code = cli_main(["clone", "greedy", "--decisions", "100", "--epochs", "1", "--out",
+                     str(tmp_path / "c" / "clone.npz")])
+    captured = capsys.readouterr()
+    assert code == 2 and f"cannot create a file in {str(tmp_path)!r}" in captured.err
+    assert "decisions of greedy" not in captured.out and not (tmp_path / "c").exists()
 
 
 def test_record_never_overwrites_a_bundle_file(tmp_path, capsys):

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from arschloch_env.cli import (CliError, Interrupted, add_progress_args, add_rules_args,
-                               overrides_from_args)
+                               check_out_dir, overrides_from_args)
 
 
 def add_train_parser(sub) -> None:
@@ -214,6 +214,10 @@ def _cmd_clone(args: argparse.Namespace) -> int:
 
     if not args.out.endswith(".npz"):
         raise CliError(f"--out {args.out!r}: a policy file ends in .npz")
+    if Path(args.out).is_dir():
+        raise CliError(f"--out {args.out!r} is a directory; name the policy file, e.g. "
+                       f"{str(Path(args.out) / 'clone.npz')!r}")
+    check_out_dir(str(Path(args.out).parent), f"--out {args.out!r}")  # before the work
     for name in ("decisions", "epochs", "jobs"):
         if getattr(args, name) < 1:
             raise CliError(f"--{name} {getattr(args, name)}: must be at least 1")

@@ -108,6 +108,11 @@ def fit(data: Decisions, net_arch: list[int], activation: str = "relu", epochs: 
     order = rng.permutation(len(data))
     n_val = max(1, int(len(data) * held_out))
     val, train = order[:n_val], order[n_val:]
+    if not len(train):
+        raise ValueError(f"{len(data)} decision(s) leave none to fit beside the {n_val} held "
+                         f"out; collect more")
+    # fewer decisions than a minibatch: one minibatch of them all, not no step at all
+    batch_size = min(batch_size, len(train))
     obs = torch.from_numpy(data.obs)
     mask = torch.from_numpy(data.mask.astype(bool))
     action = torch.from_numpy(data.action)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from arschloch_env.cli import CliError, add_progress_args, add_rules_args, overrides_from_args
+from arschloch_env.cli import (CliError, add_progress_args, add_rules_args, check_out_dir,
+                               overrides_from_args)
 from train.files import fresh_directory
 
 EXIT_INTERRUPTED = 130
@@ -45,26 +44,6 @@ def add_parser(sub) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     add_progress_args(p)
     p.set_defaults(func=_cmd_tournament)
-
-
-def _check_out(out: str) -> None:
-    """An unusable output directory fails now, not after the games."""
-    if Path(out).exists() and not Path(out).is_dir():
-        raise CliError(f"--out {out!r} is a file; give a directory")
-    base = Path(out).absolute()
-    while not base.exists():
-        base = base.parent
-    if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
-        raise CliError(f"--out {out!r}: {str(base)!r} is not a writable directory")
-    if base == Path(out).absolute():
-        return
-    # os.access does not know every file system (/proc, a read-only mount): try it
-    try:
-        probe = Path(tempfile.mkdtemp(prefix=".probe-", dir=base))
-    except OSError as exc:
-        raise CliError(f"--out {out!r}: cannot create a directory in {str(base)!r} "
-                       f"({exc.strerror})") from None
-    probe.rmdir()
 
 
 def _check_record(record: str, out: str, inputs: dict[str, list[str]]) -> None:
@@ -111,7 +90,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
 
     overrides = overrides_from_args(args)
     out = args.out or f"runs/tournament/{time.strftime('%Y%m%d-%H%M%S')}"
-    _check_out(out)
+    check_out_dir(out)
     if args.record:
         _check_record(args.record, out, _input_paths(args))
     try:
