@@ -412,6 +412,19 @@ def test_export_never_deletes_what_is_not_a_bundle(smoke_run, tmp_path):
     assert list(here.iterdir()) == []
 
 
+def test_export_of_a_checkpoint_with_damaged_metadata_says_so(smoke_run, tmp_path):
+    import shutil
+    latest = json.loads((smoke_run / "latest.json").read_text())
+    checkpoint = tmp_path / "step.zip"
+    shutil.copy(smoke_run / latest["checkpoint"], checkpoint)
+    for damaged in ("{not json", "[1, 2]", b"\xff\xfe"):
+        path = checkpoint.with_suffix(".json")
+        path.write_bytes(damaged if isinstance(damaged, bytes) else damaged.encode())
+        res = cli("export", checkpoint, "--out", tmp_path / "bot")
+        assert res.returncode == 2 and "metadata is damaged" in res.stderr, res.stderr[-2000:]
+        assert "Traceback" not in res.stderr and not (tmp_path / "bot").exists()
+
+
 def test_demo_clears_only_its_own_folder(tmp_path):
     from train.demo import MARKER, fresh_run_dir
     precious = tmp_path / "precious"

@@ -136,7 +136,14 @@ def resolve_checkpoint(source: Path) -> tuple[Path, dict]:
     if source.suffix not in CHECKPOINT_SUFFIXES or not source.is_file():
         raise CliError(f"{source}: not a checkpoint (.zip or .pt) or run directory")
     meta_path = source.with_suffix(".json")
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    try:
+        meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CliError(f"{meta_path}: the checkpoint's metadata is damaged ({exc}); export "
+                       f"another checkpoint of the run, e.g. its latest") from None
+    if not isinstance(meta, dict):
+        raise CliError(f"{meta_path}: the checkpoint's metadata is damaged (not a JSON "
+                       f"object); export another checkpoint of the run, e.g. its latest")
     return source, meta
 
 

@@ -26,7 +26,10 @@ class PPOConfig:
     """Adam step size at the start."""
     lr_final: float | None = None
     """Step size at ``total_steps``, reached linearly from ``learning_rate`` (None: constant).
-    A resumed run follows the same line from where it stopped."""
+    The rate at step s is ``learning_rate + (lr_final - learning_rate) * s / total_steps``: a
+    resumed run with the same ``total_steps`` follows the same line from where it stopped; one
+    resumed with another ``total_steps`` follows the new line, so its rate moves at once to
+    where that line is (up when the run is extended, down when it is cut short)."""
     n_steps: int = 1024
     """Environment steps per env between updates (rollout length)."""
     batch_size: int = 512
