@@ -4,8 +4,9 @@ The learner holds one seat (fixed, or drawn per episode); the other seats are pl
 agents (any object with ``act(observation, view)``, a plain callable of the same signature,
 or an agent spec such as ``"random"``). One episode is one match; the reward is the learner's
 own round-end reward (as in the AEC env), summed over the opponents' moves between two of its
-decisions. ``action_masks()`` is a method of the env itself, so it works through
-``SubprocVecEnv``.
+decisions (rounds that end before its first decision are paid with its first step), so that
+an episode's rewards sum to its result of the match. ``action_masks()`` is a method of the env
+itself, so it works through ``SubprocVecEnv``.
 
 SB3's and Gymnasium's checkers sample actions without a mask, so an illegal action here is void
 as the rules say: nothing changes, the same seat acts again, and the step returns
@@ -112,15 +113,42 @@ class SingleSeatEnv(gym.Env):
         self._writer = RecordWriter(record_path) if record_path else None
         self._closed = False
         self._opponent_error: str | None = None
+        self._carry = 0.0  # rewards before the learner's first decision, paid with its first step
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Starts the next match at the learner's first decision. A match in which the learner
+        has none (every move of its seat a forced pass: rare, in single rounds at 5 or 6
+        players) is played through and written to the record, with no episode of its own:
+        ``info["skipped_matches"]`` counts them. Rewards of the rounds that end before the
+        first decision (``info["reward_before_first_move"]``) are paid with the first step,
+        so that an episode's rewards sum to the learner's result of the match."""
         _refuse_if_closed(self._writer, self._closed)
         check_reset_options(options, SINGLE_RESET_OPTIONS)
         super().reset(seed=seed)
+        self.match_index = _next_match_index(self.match_index, seed, options)
+        # Counted per episode, so that a seeded reset reproduces every step's info.
+        self.illegal_count = 0
+        skipped = 0
+        while True:
+            reward = self._start_match()
+            if not self.game.is_over:
+                break
+            if self._writer is not None:
+                self._writer.write_match(self.game.events)
+            skipped += 1
+            self.match_index += 1
+        self._carry = reward
+        if self.render_mode == "human":
+            self.render()
+        return self._obs(), {"action_mask": self.action_masks(), "seat": self.seat,
+                             "reward_before_first_move": reward, "skipped_matches": skipped}
+
+    def _start_match(self) -> float:
+        """Seats the learner and its opponents in match ``match_index`` and plays up to the
+        learner's first decision (or the match end); returns the learner's rewards so far."""
         from agents.base import agent_label
         from agents.runner import reset_agents
         n = self.rules.num_players
-        self.match_index = _next_match_index(self.match_index, seed, options)
         self.seat = (self.fixed_seat if self.fixed_seat is not None
                      else int(self.np_random.integers(n)))
         if self.opponent_sampler is not None:
@@ -132,17 +160,11 @@ class SingleSeatEnv(gym.Env):
         self.game = Game(self.rules, seed=game_seed, match_index=self.match_index,
                          record=self._writer is not None, auto_pass=True,
                          agents={player_name(s): labels[s] for s in range(n)})
-        # Counted per episode, so that a seeded reset reproduces every step's info.
-        self.illegal_count = 0
         self.seat_agents = {(self.seat + 1 + i) % n: a for i, a in enumerate(self.opponents)}
         reset_agents([self.seat_agents.get(s) for s in range(n)], self.rules.to_dict(),
                      game_seed)
         self._opponent_error = None
-        reward = self._play_opponents()
-        if self.render_mode == "human":
-            self.render()
-        return self._obs(), {"action_mask": self.action_masks(), "seat": self.seat,
-                             "reward_before_first_move": reward}
+        return self._play_opponents()
 
     def step(self, action):
         if self.game is None:
@@ -161,7 +183,7 @@ class SingleSeatEnv(gym.Env):
             return self._obs(), self.illegal_penalty, False, False, {
                 "action_mask": self.action_masks(), "illegal": True,
                 "illegal_count": self.illegal_count}
-        reward = self._learner_reward()
+        reward, self._carry = self._carry + self._learner_reward(), 0.0
         reward += self._play_opponents()
         terminated = g.is_over
         info = {"action_mask": self.action_masks(), "illegal": False,

@@ -210,7 +210,10 @@ class ArschlochVecEnv(VecEnv):
         self.game.close()
 
     def seed(self, seed: int | None = None) -> Sequence[int | None]:
-        """The seed of the next :meth:`reset` (games and seat draws)."""
+        """The seed of the next :meth:`reset` (games and seat draws); ``None`` draws one, as
+        SB3's ``VecEnv.seed`` does."""
+        if seed is None:
+            seed = int(np.random.randint(0, np.iinfo(np.uint32).max, dtype=np.uint32))
         self._next_seed = seed
         return [seed] * self.num_envs
 
@@ -219,10 +222,23 @@ class ArschlochVecEnv(VecEnv):
         return self._mask.astype(bool)
 
     def get_attr(self, attr_name: str, indices=None) -> list[Any]:
+        """Per game: a row of the per-game arrays (``seats``), else the env's one value."""
         value = getattr(self, attr_name)
+        if attr_name in self.PER_GAME:
+            return [value[i] for i in self._indices(indices)]
         return [value for _ in self._indices(indices)]
 
+    PER_GAME = ("seats",)
+    """Attributes with one entry per game."""
+
     def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
+        """Sets an attribute that all games share; only for all of them at once."""
+        if indices is not None and sorted(self._indices(indices)) != list(range(self.num_envs)):
+            raise ValueError(f"set_attr({attr_name!r}): the games of an ArschlochVecEnv share "
+                             f"its attributes; set it for all of them (indices=None)")
+        if attr_name in ("opponent", "game", "rules", *self.PER_GAME):
+            raise ValueError(f"set_attr({attr_name!r}): fixed when the env is made; make a "
+                             f"new ArschlochVecEnv to change it")
         setattr(self, attr_name, value)
 
     def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs):
@@ -269,6 +285,8 @@ class ArschlochVecEnv(VecEnv):
                                 winners=np.flatnonzero(g.last_winners[i]).tolist())
             ended[i] = True
         self.seats[idx] = self._draw_seats(len(idx))
+        for i in idx:
+            self.reset_infos[i] = {"seat": int(self.seats[i])}
 
     def _start_mirrors(self, rows: np.ndarray) -> None:
         """The mirrored opponent's games ``rows`` begin a match (seats already drawn)."""

@@ -276,7 +276,7 @@ def test_single_seat_episode_and_masks():
     assert env.observation_space.contains(obs)
     assert info["seat"] == 2
     rng = np.random.default_rng(0)
-    total, done, steps = info["reward_before_first_move"], False, 0
+    total, done, steps = 0.0, False, 0
     while not done:
         mask = env.action_masks()
         assert mask.dtype == bool and mask.any()
@@ -290,6 +290,28 @@ def test_single_seat_episode_and_masks():
     assert steps > 0 and -2.0 <= total <= 2.0
     with pytest.raises(RuntimeError, match="match is over"):
         env.step(0)
+
+
+@pytest.mark.parametrize("rounds", [1, 5])
+def test_single_seat_episodes_start_at_a_decision_and_sum_to_the_match(rounds):
+    """At 6 players the learner's seat can have only forced passes until its round ends: in a
+    single round that match is no episode (reset plays on to the next), and in a longer match
+    that round's reward is paid with the first step."""
+    from arschloch_env.arschloch import place_reward
+    env = SingleSeatEnv(rules="culo", num_players=6, rounds=rounds, seat=None)
+    _, info = env.reset(seed=2834)  # the learner's first match starts so (found by search)
+    assert env.action_masks().any() and env.game.current == env.seat
+    if rounds == 1:
+        assert info["skipped_matches"] == 1
+    else:
+        assert info["skipped_matches"] == 0 and info["reward_before_first_move"] == -1.0
+    rng = np.random.default_rng(0)
+    total, done = 0.0, False
+    while not done:
+        _, reward, done, _, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        total += reward
+    g = env.game
+    assert total == pytest.approx(sum(place_reward(p[env.seat], 6) for p in g.round_places))
 
 
 def test_single_seat_illegal_action_is_void_with_penalty():

@@ -444,6 +444,33 @@ def test_vec_env_takes_agents_that_play_on_the_observation():
         ArschlochVecEnv("culo", 4, num_envs=2, opponent="greedyy")
 
 
+def test_vec_env_keeps_sb3_vec_env_contracts():
+    """reset_infos name each game's seat after every automatic restart; get_attr of a per-game
+    attribute is per game; set_attr is for all games at once and not for what is fixed;
+    seed(None) draws a seed, as SB3's VecEnv does."""
+    from arschloch_env.vector_env import ArschlochVecEnv
+    env = ArschlochVecEnv("culo", 4, num_envs=4, seed=1, seat=None, rounds=1)
+    env.reset()
+    rng = np.random.default_rng(0)
+    restarts = 0
+    for _ in range(60):
+        m = env.action_masks()
+        _, _, done, _ = env.step((rng.random(m.shape) * m).argmax(1))
+        restarts += int(done.sum())
+        assert [i["seat"] for i in env.reset_infos] == env.seats.tolist()
+    assert restarts > 4
+    assert env.get_attr("seats", [1, 3]) == [env.seats[1], env.seats[3]]
+    assert env.get_attr("num_envs", [0]) == [4]
+    with pytest.raises(ValueError, match="share its attributes"):
+        env.set_attr("fixed_seat", 2, indices=[0])
+    with pytest.raises(ValueError, match="make a new ArschlochVecEnv"):
+        env.set_attr("opponent", "greedy")
+    env.set_attr("fixed_seat", 2)
+    assert env.fixed_seat == 2
+    drawn = env.seed(None)
+    assert len(set(drawn)) == 1 and isinstance(drawn[0], int)
+
+
 class SeatLog:
     """An agent of one's own that reads the view: logs every reset and checks every view."""
     resets: list = []
