@@ -58,18 +58,27 @@ class Game:
             ``hands`` a list per seat (or a dict per player name) of card strings. Rounds past
             the given deals are shuffled from ``seed``.
         auto_pass: apply decisions where pass is the only legal action automatically.
+        gifts: optionally the cards of automatic exchange gifts, per ``(round, giver's player
+            name)``, e.g. a game record's: the giver hands over those suits where they are its
+            highest cards by rank (the suits are the giver's choice), else its own choice.
     """
 
     def __init__(self, rules: Rules | str | dict = "culo", seed: int | None = None,
                  match_index: int = 0, record: bool = False,
                  agents: dict[str, str] | None = None,
-                 deals: Iterable | None = None, auto_pass: bool = False, **overrides: Any):
+                 deals: Iterable | None = None, auto_pass: bool = False,
+                 gifts: dict[tuple[int, str], list[str]] | None = None, **overrides: Any):
         self.rules = r = make_rules(rules, **overrides)
         self.codec = ActionCodec(r.rank_order)
         self.n = n = r.num_players
         self.R = r.num_ranks
         self.top = r.top_rank
         self.seed = seed
+        # what the suit orders are drawn from: the seed, or without one fresh entropy (a fixed
+        # stand-in would let every seat work out the others' orders)
+        self._suit_seed = (int(seed) if seed is not None
+                           else int(np.random.SeedSequence().generate_state(1)[0]))
+        self._gifts = dict(gifts or {})
         self.match_index = int(match_index)
         self.auto_pass = auto_pass
         self.rng = np.random.default_rng(seed)
@@ -403,7 +412,7 @@ class Game:
     def _start_round(self) -> None:
         r, n = self.rules, self.n
         self.round += 1
-        self.suit_key = round_suit_key(int(self.seed or 0), self.match_index, self.round)
+        self.suit_key = round_suit_key(self._suit_seed, self.match_index, self.round)
         if self.round > 1:
             leader: int | None = self.seat_with_place(n)
         elif r.first_leader == "rotate":
@@ -570,6 +579,7 @@ class Game:
         """The giver hands over its ``count`` highest cards (by rank; within a rank, in its
         suit order)."""
         h, t = self.hands[giver], self.hands[taker]
+        given = self._prescribed_gift(giver)
         moved = []
         for q in range(self.R - 1, -1, -1):
             if count == 0:
@@ -577,7 +587,7 @@ class Game:
             m = h[q]
             if m:
                 k = min(count, POPCOUNT[m])
-                sub = self.chosen(giver, q, k)
+                sub = given[q] if given and POPCOUNT[given[q]] == k else self.chosen(giver, q, k)
                 h[q] ^= sub
                 t[q] |= sub
                 self.given[giver][q] |= sub
@@ -589,6 +599,18 @@ class Game:
         self.sizes[taker] += k
         self._emit(event="exchange", **{"from": player_name(giver)}, to=player_name(taker),
                    cards=self._cards_of(sorted(moved)))
+
+    def _prescribed_gift(self, giver: int) -> list[int] | None:
+        """The suit masks per rank of the gift ``gifts`` prescribes for ``giver`` this round,
+        where the giver holds those cards; else None."""
+        cards = self._gifts.get((self.round, player_name(giver)))
+        if cards is None:
+            return None
+        try:
+            given = cards_to_hand(cards, self.rules.rank_index)
+        except (CardError, TypeError):
+            return None
+        return given if all(g & ~m == 0 for g, m in zip(given, self.hands[giver])) else None
 
     def _give_one(self, q: int, mask: int) -> None:
         s, t = self.current, self.give_to

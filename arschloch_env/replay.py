@@ -1,5 +1,7 @@
 """Re-playing game records through the engine: a record is valid when the engine, fed the
-record's deals and decisions, writes exactly the record's events."""
+record's deals and decisions (and the suits of its automatic exchange gifts, which are the
+giver's choice: a record of another version or tool may have chosen others), writes exactly
+the record's events."""
 
 from __future__ import annotations
 
@@ -147,6 +149,7 @@ def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
     no, header = events[0]
     res = ReplayResult(index=header.get("index", 0))
     deals = []
+    gifts = {}  # every exchange's cards: the engine takes an automatic gift's suits from them
     for round_no, ev in events:
         if ev.get("event") == "round":
             try:
@@ -154,10 +157,12 @@ def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
             except ValueError as exc:
                 res.error, res.error_line = f"round {ev.get('round')}: {exc}", round_no
                 return res
+        elif ev.get("event") == "exchange" and isinstance(ev.get("cards"), list):
+            gifts.setdefault((len(deals), ev.get("from")), ev["cards"])
     try:
         rules = Rules.from_dict(header.get("rules"))
         game = Game(rules, seed=header.get("seed"), match_index=int(header.get("index", 0)),
-                    record=True, agents=header.get("agents"), deals=deals)
+                    record=True, agents=header.get("agents"), deals=deals, gifts=gifts)
     except (RulesError, DealError, CardError, TypeError, ValueError) as exc:
         res.error, res.error_line = f"cannot set up the match: {exc}", no
         return res

@@ -520,8 +520,10 @@ def test_leftover_swap_third_then_fourth_place_five_players():
     assert g.phase == "lay" and g.current == 2 and "AD" in g.hand_of(2)
     view = public_view(g, 2)
     assert view["phase"] == "lay" and view["received"] == ["AD"] and view["face_up"] == ["KD"]
-    assert [m["move"] for m in view["legal"]] == [
-        "lay TC face down", "lay JC face down", "lay AD face down"]
+    # a lay names the card it moves: for a rank held twice, the seat's own choice of suit
+    laid = [m["move"].split() for m in view["legal"]]
+    assert [w[2:] for w in laid] == [["face", "down"]] * 3
+    assert [w[1][0] for w in laid] == ["T", "J", "A"] and all(w[1] in view["hand"] for w in laid)
     give(g, 2, "TC")
     # Then 4th place (seat 3) takes the other one and lays a card in its place.
     assert g.phase == "take" and g.current == 3
@@ -646,6 +648,33 @@ def test_the_suits_a_seat_moves_are_a_uniform_choice_among_those_it_holds():
     assert all(30 <= c <= 90 for c in singles.values()), singles
     assert len(pairs) == 6 and all(15 <= c <= 65 for c in pairs.values()), pairs
     assert len(gifts) == 6 and all(45 <= c <= 115 for c in gifts.values()), gifts
+
+
+def test_without_a_seed_the_suit_orders_are_fresh():
+    """A game with no seed draws its suit orders from fresh entropy: a fixed stand-in would be
+    known to every seat, which could then tell the suits a player holds from those it plays."""
+    rules = make_rules("culo", 4)
+    played = set()
+    for _ in range(40):
+        g = Game(rules, deals=[block_deal(rules)], record=True)  # seat 0: the four sevens
+        g.step(g.codec.play(0, 1))
+        played |= {c for e in events(g, "play") for c in e["cards"]}
+    assert played == {"7C", "7S", "7H", "7D"}
+
+
+def test_prescribed_gifts_give_those_suits_where_they_are_the_highest_cards():
+    """A record's automatic gift is replayed with its own suits (which are the giver's choice);
+    cards that are not the giver's highest by rank, or not its own, are not taken."""
+    rules = make_rules("culo", 4, rounds=2)
+    r2 = split(["7C 8C 9C TC 7S 8S 9S TS", "7H 8H 9H TH 7D 8D 9D TD",
+                "JC JS JH JD QC QS QH QD", "KC KS KH KD AC AS AH AD"])
+    for gift, taken in [(["AC", "AS"], ["AC", "AS"]), (["AH", "AD"], ["AH", "AD"]),
+                        (["AS", "KC"], None), (["AC", "7C"], None)]:
+        g = Game(rules, seed=5, deals=[block_deal(rules), (r2, [])], record=True,
+                 gifts={(2, "player_3"): gift})
+        finish_round(g)
+        cards = events(g, "exchange")[0]["cards"]
+        assert cards == taken if taken else (len(cards) == 2 and {c[0] for c in cards} == {"A"})
 
 
 def test_exchange_gives_highest_cards_and_president_may_return_them():

@@ -209,6 +209,21 @@ def test_replay_ok_and_describes_the_game(tmp_path):
     assert any("plays" in line for line in results[0].lines)
 
 
+def test_replay_takes_the_suits_of_a_records_automatic_gifts(tmp_path):
+    """The suits of an automatic exchange gift are the giver's choice: a record whose gifts
+    chose other suits than this engine would (another version or tool; here the suit orders
+    of another seed) replays as long as they are the giver's highest cards by rank."""
+    matches = [random_match("culo", n, 40 + n) for n in (3, 4, 5, 6)]
+    events = []
+    for g in matches:
+        assert any(e["event"] == "exchange" for e in g.events)
+        events += [dict(e, seed=e["seed"] + 1) if e["event"] == "match" else e
+                   for e in g.events]
+    path = tmp_path / "other_suits.jsonl"
+    write_lines(path, events)
+    assert all(r.ok for r in replay_file(path)), [r.error for r in replay_file(path)]
+
+
 def first(events, kind, start=0):
     return next(i for i, e in enumerate(events) if i >= start and e["event"] == kind)
 
