@@ -245,12 +245,17 @@ def interrupt_deferred():
             signal.raise_signal(signal.SIGINT)
 
 
-def purge_tensorboard_after(log_dir: Path, steps: int) -> None:
-    """Marks the points an interrupted attempt logged past the checkpoint at ``steps`` as
-    gone, so that TensorBoard and ``arschloch curves`` show the resumed run's instead of both
-    (a writer's ``purge_step``, the marker TensorBoard honours across the folder's files)."""
+def resumed_logger(log_dir: Path, steps: int):
+    """SB3's logger for a run resumed at ``steps``: TensorBoard in the run's folder, whose
+    writer drops the points an interrupted attempt logged past that step (``purge_step``, as
+    TensorBoard and ``arschloch curves`` honour it), so that they show one history."""
+    from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
     from torch.utils.tensorboard import SummaryWriter
-    SummaryWriter(str(log_dir), purge_step=steps + 1).close()
+
+    output = TensorBoardOutputFormat.__new__(TensorBoardOutputFormat)
+    output.writer = SummaryWriter(log_dir=str(log_dir), purge_step=steps + 1)
+    output._is_closed = False  # what TensorBoardOutputFormat.__init__ sets besides the writer
+    return Logger(str(log_dir), [output])
 
 
 def finished_checkpoint(run_dir: str | Path, total_steps: int) -> Path | None:
@@ -347,9 +352,9 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
                                  env=envs, device=cfg.device,
                                  custom_objects={"tensorboard_log": str(run.tb)})
     model.lr_schedule = lr_schedule(cfg)  # the config's, also when it changed for the resume
-    if meta is not None:
-        purge_tensorboard_after(run.tb / f"ppo_{get_latest_run_id(str(run.tb), 'ppo')}",
-                                model.num_timesteps)
+    if meta is not None:  # SB3 keeps a logger set here: learn() makes none of its own
+        model.set_logger(resumed_logger(
+            run.tb / f"ppo_{get_latest_run_id(str(run.tb), 'ppo')}", model.num_timesteps))
     loop = TrainingLoop(cfg, run, league, meta, progress=progress)
     remaining = cfg.total_steps - model.num_timesteps
     started = time.time()
