@@ -8,7 +8,7 @@ typed as cards or by number:
   is the same move, as suits never matter for play),
   ``t``/``10`` for a ten, ``j q k a`` for the pictures, case-insensitive;
 * ``pass`` (or ``p``); ``3`` or ``#3`` for move 3 of the list (a bare number that is also a
-  rank with a legal single, like ``8``, asks which is meant);
+  rank you hold, like ``8``, asks which is meant, also when that card cannot be played now);
 * in the exchange and the left-over swap the card to give, take or lay: ``7c``, ``give 7c``;
 * ``help`` shows this, ``quit`` (or Ctrl-D, Ctrl-C) leaves the game.
 
@@ -29,7 +29,8 @@ RANK_ALIASES = {"10": "T", "t": "T", "j": "J", "q": "Q", "k": "K", "a": "A",
 CARD_RE = re.compile(r"^(10|ten|jack|queen|king|ace|[2-9tjqka])([cshd])?$")
 PROMPT = "your move> "
 HELP = ("Type a move as cards, e.g. '8 8' or '8h 8d' (a pair of eights), 't' or '10' for a "
-        "ten, 'pass' (or 'p'), or the number of a move in the list ('3' or '#3'). In the "
+        "ten, 'pass' (or 'p'), or the number of a move in the list ('#3'; a bare '3' asks "
+        "which is meant when you hold a 3). In the "
         "exchange and the left-over swap type the card to give, take or lay ('7c'). 'quit' "
         "or Ctrl-D leaves the game.")
 WORDS = {1: "single", 2: "pair", 3: "triple", 4: "quad"}
@@ -465,7 +466,7 @@ def add_parser(sub) -> None:
 
 def _cmd_play(args: argparse.Namespace) -> int:
     from agents.base import agent_label, make_agent, resolve_agents
-    from arschloch_env.cli import CliError, match_seed, rules_from_args
+    from arschloch_env.cli import CliError, check_support, match_seed, rules_from_args
     from arschloch_env.records import RecordWriter
 
     if args.players is None and len(args.bots) > 1 and not any(
@@ -483,17 +484,18 @@ def _cmd_play(args: argparse.Namespace) -> int:
         raise CliError(f"--matches {args.matches}: must be at least 1")
     bots = resolve_agents(specs)
     hint = make_agent(args.hint) if args.hint else None
-    for label, agent in [*zip(specs, bots), *([(args.hint, hint)] if hint else [])]:
-        supports = getattr(agent, "supports", None)
-        if callable(supports) and not supports(rules.to_dict()):
-            raise CliError(f"bot {label!r} does not support these rules")
+    check_support([*bots, *([hint] if hint else [])], [*specs, *([args.hint] if hint else [])],
+                  rules)
     labels = [agent_label(s) for s in specs]
     labels.insert(args.seat, "human")
     seed = args.seed
     if seed is None:
         import secrets
         seed = secrets.randbits(31)
-    writer = RecordWriter(args.record) if args.record else None
+    try:
+        writer = RecordWriter(args.record) if args.record else None
+    except (ValueError, OSError) as exc:
+        raise CliError(f"--record {args.record}: {exc}") from None
     human = HumanAgent(hint=hint, hint_label=args.hint or "hint", labels=labels)
     print(f"Arschloch: {rules.preset}, {n} players, you are player_{args.seat}; seed {seed}. "
           f"'help' explains the input.")

@@ -164,6 +164,11 @@ class MCAgent:
                  policy=None, top_k: int = 3):
         if top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
+        if budget < 1 or min_worlds < 1:
+            raise ValueError(f"budget and min_worlds must be at least 1 (sampled deals per "
+                             f"decision), got budget={budget}, min_worlds={min_worlds}")
+        if not margin >= 0:  # also refuses NaN
+            raise ValueError(f"margin must be a number of round points >= 0, got {margin}")
         self.budget = int(budget)
         self.min_worlds = int(min_worlds)
         self.margin = float(margin)

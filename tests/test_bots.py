@@ -306,9 +306,17 @@ def test_mc_over_a_policy_searches_only_its_top_moves(n):
             == play_match(rules, plain, seed=3, record=True).events)
 
 
-def test_mc_rejects_an_empty_candidate_list():
-    with pytest.raises(ValueError, match="top_k must be at least 1"):
-        MCAgent(top_k=0)
+@pytest.mark.parametrize("kwargs, says", [
+    (dict(top_k=0), "top_k must be at least 1"),
+    (dict(budget=0, min_worlds=0), "budget and min_worlds must be at least 1"),
+    (dict(budget=2, min_worlds=0), "budget and min_worlds must be at least 1"),
+    (dict(margin=float("nan")), "margin must be a number of round points >= 0"),
+    (dict(margin=-0.1), "margin must be a number of round points >= 0"),
+])
+def test_mc_rejects_settings_that_search_nothing(kwargs, says):
+    """Zero sampled deals divided by zero in the middle of a match (or searched nothing)."""
+    with pytest.raises(ValueError, match=says):
+        MCAgent(**kwargs)
 
 
 # -- the ladder, cheaply ----------------------------------------------------------------------

@@ -281,6 +281,16 @@ def test_hint_learns_the_lay_the_player_made_instead_of_its_own():
     assert [c >> 2 for c in hint.knowledge.laid] == [other - (1 + 4 * game.R)]
 
 
+def test_play_refuses_a_record_path_it_cannot_write_and_says_why_a_bot_cannot_play(
+        tmp_path, capsys):
+    from arschloch_env.cli import main
+    assert main(["play", "--record", str(tmp_path), "--seed", "1"]) == 2
+    assert "--record" in capsys.readouterr().err
+    bundle = str(Path(__file__).resolve().parents[1] / "bots" / "ppo_culo_4p")
+    assert main(["play", "--rules", "culo", "--players", "5", "--bots", bundle]) == 2
+    assert "trained for [4] players, not 5" in capsys.readouterr().err
+
+
 def test_hint_learns_the_very_card_the_player_laid():
     """The player names a suit the engine would not have picked for that rank: the hint's
     knowledge holds that card, not the engine's choice."""
