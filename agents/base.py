@@ -113,6 +113,10 @@ def make_agent(spec: Any) -> Any:
     if path.exists():
         raise AgentSpecError(f"agent spec {text!r}: {path} holds no bot bundle "
                              f"(manifest.json missing)")
+    if "/" in text or "\\" in text or text.startswith("."):
+        raise AgentSpecError(f"agent spec {text!r}: no such bundle directory (a relative path "
+                             f"is read from the working directory, {Path.cwd()}); "
+                             f"{_allowed()}")
     raise AgentSpecError(f"unknown agent spec {text!r}; {_allowed()}")
 
 

@@ -260,6 +260,8 @@ def test_replay_missing_file(tmp_path):
     (["simulate", "--matches", "0"], ["--matches 0"]),
     (["simulate", "--players", "3", "--agents", "random", "random"], ["--agents", "3 seats"]),
     (["simulate", "--agents", "nobody"], ["unknown agent spec 'nobody'"]),
+    (["simulate", "--agents", "nowhere/bot"], ["'nowhere/bot': no such bundle directory",
+                                               "read from the working directory"]),
     (["simulate", "--agents", "no_such_module:Bot"], ["cannot import module"]),
     (["rules", "poker"], ["unknown preset 'poker'"]),
     (["rules", "culo", "--players", "7"], ["3 to 6"]),
