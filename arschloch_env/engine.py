@@ -250,6 +250,16 @@ class Game:
         names only the rank: the first it holds in its suit order for the rank this round."""
         return PICK[suit_order(self.suit_key, seat, rank)][self.hands[seat][rank]][count]
 
+    def default_mask(self, a: int) -> int:
+        """The suit mask of the cards the legal action ``a`` moves when it comes without its
+        cards: the seat's choice (:meth:`chosen`), or a face-up card lowest suit first."""
+        phase = self.phase
+        if phase == PLAY:
+            return self.chosen(self.current, (a - 1) >> 2, ((a - 1) & 3) + 1) if a else 0
+        if phase == TAKE:
+            return LOWEST_K[self.face_up[a - self.codec.take_base]][1]
+        return self.chosen(self.current, a - self.codec.give_base, 1)
+
     def _validate(self, a: int, cards: list[str] | None, seat: int | None) -> int:
         """Returns the suit mask of the cards the action moves, or raises IllegalActionError."""
         if self.phase == OVER:
@@ -264,12 +274,7 @@ class Game:
                                      f"{self.codec.describe(a)!r}: "
                                      f"{self._why_illegal(self.codec.decode(a))}")
         if cards is None:
-            phase = self.phase
-            if phase == PLAY:
-                return self.chosen(self.current, (a - 1) >> 2, ((a - 1) & 3) + 1) if a else 0
-            if phase == TAKE:
-                return LOWEST_K[self.face_up[a - self.codec.take_base]][1]
-            return self.chosen(self.current, a - self.codec.give_base, 1)
+            return self.default_mask(a)
         move = self.codec.decode(a)
         if move.kind == "pass":
             return 0

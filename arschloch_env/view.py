@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arschloch_env.cards import LOWEST_K, hand_cards, mask_cards
+from arschloch_env.cards import hand_cards, mask_cards
 
 
 def move_words(game, action: int) -> str:
@@ -14,10 +14,7 @@ def move_words(game, action: int) -> str:
     m = codec.decode(action)
     if m.kind in ("pass", "play"):
         return codec.describe(action)
-    rank = game.rules.rank_order[m.rank]
-    chosen = (LOWEST_K[game.face_up[m.rank]][1] if m.kind == "take"
-              else game.chosen(game.current, m.rank, 1))
-    card = mask_cards(rank, chosen)[0]
+    card = mask_cards(game.rules.rank_order[m.rank], game.default_mask(action))[0]
     if m.kind == "take":
         return f"take {card}"
     if game.phase == "lay":

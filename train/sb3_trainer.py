@@ -194,6 +194,10 @@ class RunDir:
                 return False
         return True
 
+    def _attempt_folder(self) -> Path:
+        """A new ``earlier_attempts/<time>/`` for what an attempt left."""
+        return fresh_directory(self.root / self.SET_ASIDE / time.strftime("%Y%m%d-%H%M%S"))
+
     def set_aside_stale_best(self, steps: int) -> Path | None:
         """Moves a best checkpoint written after the checkpoint at ``steps`` (by an attempt
         that went on and stopped later: moves the resumed run will not make) to
@@ -202,7 +206,7 @@ class RunDir:
         meta = self.checkpoints / "best.json"
         if not meta.is_file() or json.loads(meta.read_text())["steps"] <= steps:
             return None
-        dest = fresh_directory(self.root / self.SET_ASIDE / time.strftime("%Y%m%d-%H%M%S"))
+        dest = self._attempt_folder()
         (dest / "checkpoints").mkdir()
         for path in self.checkpoints.glob("best.*"):
             os.replace(path, dest / "checkpoints" / path.name)
@@ -221,7 +225,7 @@ class RunDir:
         if not any(d.is_dir() and any(d.iterdir())
                    for d in (self.checkpoints, self.league, self.tb)):
             return None
-        dest = fresh_directory(self.root / self.SET_ASIDE / time.strftime("%Y%m%d-%H%M%S"))
+        dest = self._attempt_folder()
         for name in self.OWN:
             if (self.root / name).exists():
                 os.replace(self.root / name, dest / name)
