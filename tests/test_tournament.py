@@ -314,3 +314,16 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path):
     assert not part.exists() and rec.exists()
     assert cli_main(["replay", "--quiet", str(rec)]) == 0
     assert data["run"]["record_matches"] == 4 * data["deals_done"]
+
+
+def test_a_bot_against_itself_differs_by_exactly_zero():
+    """The sanity check of any tournament: one deterministic bot under two specs. At 4 and 6
+    players a place is a third or a fifth, which floats do not hold exactly; the figures must
+    still come out equal, not a rounding error apart with an interval of width 0 that the
+    report would mark as significant."""
+    for players in (4, 6):
+        res = run_tournament("culo", ["greedy", "agents.greedy:GreedyAgent"], deals=8, seed=0,
+                             players=players, jobs=1)
+        for metric, diff in res.paired[0]["metrics"].items():
+            assert (diff.mean, diff.low, diff.high) == (0.0, 0.0, 0.0), (players, metric)
+        assert "] *" not in text_report(res)  # the mark of a significant difference

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import copy
 import itertools
-import math
 import multiprocessing as mp
 import os
 import secrets
@@ -52,6 +51,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -313,29 +313,30 @@ class TournamentResult:
         }
 
 
-def _round_figures(place: int, n: int) -> dict[str, float]:
-    """One seat's figures in one round, from its place."""
-    return {"score": (n - place) / (n - 1), "rank_points": float(n - place),
-            "president": float(place == 1), "arschloch": float(place == n),
-            "place": float(place)}
+def _round_figures(place: int, n: int) -> dict[str, int]:
+    """One seat's figures in one round, from its place: integers, so that sums are exact
+    (the score is the rank points over ``n - 1``, divided last)."""
+    return {"score": n - place, "rank_points": n - place, "president": int(place == 1),
+            "arschloch": int(place == n), "place": place}
 
 
-def _game_means(game: dict, n: int, k: int) -> list[dict[str, float]]:
-    """Per bot, its mean figures over every round and seat it had in one game, and its share
-    of the match win (ties split) per seat."""
+def _game_means(game: dict, n: int, k: int) -> list[dict[str, Fraction]]:
+    """Per bot, its exact mean figures over every round and seat it had in one game, and its
+    share of the match win (ties split) per seat."""
     seating, winners = game["seating"], game["winners"]
-    sums = [dict.fromkeys(ROUND_METRICS, 0.0) for _ in range(k)]
+    sums = [dict.fromkeys(ROUND_METRICS, 0) for _ in range(k)]
     rounds_seats = [0] * k
     for places in game["rounds"]:
         for seat, b in enumerate(seating):
             for m, v in _round_figures(places[seat], n).items():
                 sums[b][m] += v
             rounds_seats[b] += 1
-    seats, wins = [0] * k, [0.0] * k
+    seats, wins = [0] * k, [Fraction(0)] * k
     for seat, b in enumerate(seating):
         seats[b] += 1
-        wins[b] += (1.0 / len(winners)) if seat in winners else 0.0
-    return [{**{m: sums[b][m] / rounds_seats[b] for m in ROUND_METRICS},
+        wins[b] += Fraction(1, len(winners)) if seat in winners else 0
+    return [{**{m: Fraction(sums[b][m], rounds_seats[b] * (n - 1 if m == "score" else 1))
+                for m in ROUND_METRICS},
              "win": wins[b] / seats[b]} for b in range(k)]
 
 
@@ -345,9 +346,11 @@ def _block_means(block: dict, n: int, k: int, names: list[str]) -> list[dict[str
     Every game (seating) counts once, however many rounds it lasted: the seatings put every
     bot in every seat equally often, and only equal weights keep that balance, which is what
     cancels the card luck. Pooling rounds would let one long match (a points target) outweigh
-    the other seatings of its block."""
+    the other seatings of its block. The means are exact until the one rounding at the end,
+    so two bots that play alike differ by exactly 0, not by a rounding error that an interval
+    of width 0 would call significant."""
     per_game = [_game_means(g, n, k) for g in block["games"]]
-    return [{m: math.fsum(g[b][m] for g in per_game) / len(per_game) for m in names}
+    return [{m: float(sum(g[b][m] for g in per_game) / len(per_game)) for m in names}
             for b in range(k)]
 
 
