@@ -17,15 +17,16 @@ for 4 players, are then not checked.
 
 Each tournament's reports go to ``--out/<n>p_<candidate>_vs_<field>/``; the tables and the
 check of the strength goals go to ``--out/evaluation.md`` and to stdout. A tournament whose
-``results.json`` is already complete for the same policy (its checksum), rules, deals, seed
-and code of the engine and bots is read, not replayed, so an interrupted evaluation picks up
-where it stopped.
+``results.json`` is already complete for the same bots (a bundle by its policy's checksum, a
+class by its module's source), rules, deals, seed and code of the engine, the bots and the
+tournament is read, not replayed, so an interrupted evaluation picks up where it stopped.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -64,20 +65,33 @@ def tournament(rules: dict, players: int, candidate: str, field: str, deals: int
 
 
 def fingerprint(spec: str) -> str:
-    """A bundle by its policy's checksum (a re-export to the same path is another bot), any
-    other agent by its spec."""
+    """A bundle by its policy's checksum (a re-export to the same path is another bot), a
+    ``package.module:ClassName`` by its source (an edited class is another bot),
+    a built-in bot by its name (its code is in :func:`code_checksum`)."""
     manifest = Path(spec) / "manifest.json"
     if manifest.is_file():
         return json.loads(manifest.read_text())["policy"]["sha256"]
+    if ":" in spec and not Path(spec).exists():
+        from agents.base import make_agent
+
+        cls = type(make_agent(spec))
+        digest = hashlib.sha256()
+        # the spec's module and the class's own, where it is imported from another
+        for source in sorted({inspect.getfile(sys.modules[spec.partition(":")[0]]),
+                              inspect.getfile(cls)}):
+            digest.update(Path(source).read_bytes())
+        return f"{spec} {digest.hexdigest()}"
     return spec
 
 
-def code_checksum() -> str:
-    """The engine's and the bots' source: a change to how expert plays must not let its old
-    results stand."""
+def code_checksum(root: Path = ROOT) -> str:
+    """The source of the engine, the bots and the tournament's figures: a change to how
+    expert plays, or to how an interval is computed, must not let its old results stand."""
     digest = hashlib.sha256()
-    for path in sorted([*(ROOT / "agents").glob("*.py"), *(ROOT / "arschloch_env").glob("*.py")]):
-        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    sources = [*(root / "agents").glob("*.py"), *(root / "arschloch_env").glob("*.py"),
+               *(root / "train" / name for name in ("tournament.py", "stats.py", "report.py"))]
+    for path in sorted(sources):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
@@ -196,6 +210,36 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
                 f"such as bots/NAME")
 
 
+def tournaments(args: argparse.Namespace, trained_for: list[int],
+                main_n: int) -> list[tuple[str, int, str, str, int]]:
+    """``(what, players, candidate, field, deals)`` of every tournament to play, in order:
+    ``main`` (the bot at ``main_n`` players), ``ladder`` (expert against greedy), ``other``
+    (the other table sizes); mc, the slowest field, last."""
+    ladder_deals = args.deals if args.ladder_deals is None else args.ladder_deals
+    plan = [("main", main_n, args.bot, "expert", args.deals),
+            ("main", main_n, args.bot, "greedy", args.greedy_deals),
+            ("ladder", main_n, "expert", "greedy", ladder_deals)]
+    plan += [("other", n, args.bot, field, args.other_deals)
+             for n in args.players if n in trained_for and n != main_n
+             for field in args.other_fields]
+    plan.append(("main", main_n, args.bot, "mc", args.mc_deals))
+    return [t for t in plan if t[-1] > 0]
+
+
+def check_fields(plan: list[tuple[str, int, str, str, int]], rules: dict) -> None:
+    """Makes every field bot for its table before any game, so that a misspelt
+    ``--other-fields`` bot is refused at once, not after hours of the other tournaments.
+
+    Raises:
+        TournamentError: a field that is no agent, or that cannot play its table's rules.
+    """
+    from arschloch_env.rules import make_rules
+    from train.tournament import make_bots
+
+    for n, field in sorted({(n, field) for _, n, _, field, _ in plan}):
+        make_bots([field], [field], make_rules(rules, n).replace(rounds=1))
+
+
 def evaluate(args: argparse.Namespace, argv: list[str] | None) -> int:
     """Plays (or reads back) every tournament and writes evaluation.md."""
     manifest = json.loads((Path(args.bot) / "manifest.json").read_text())
@@ -203,24 +247,18 @@ def evaluate(args: argparse.Namespace, argv: list[str] | None) -> int:
     main_n = 4 if 4 in manifest["players"] else manifest["players"][0]
     out = Path(args.out)
     label = args.bot
-
-    def play(n, cand, field, deals):
-        return tournament(rules, n, cand, field, deals, args.seed, args.jobs,
-                          out / f"{n}p_{Path(cand).name}_vs_{field}")
-
-    rows_main = {}
-    for field, deals in (("expert", args.deals), ("greedy", args.greedy_deals)):
-        if deals > 0:
-            rows_main[field] = row(play(main_n, label, field, deals))
-    ladder_deals = args.deals if args.ladder_deals is None else args.ladder_deals
-    ladder = row(play(main_n, "expert", "greedy", ladder_deals)) if ladder_deals > 0 else None
-    others = []
-    for n in args.players:
-        if n in manifest["players"] and n != main_n and args.other_deals > 0:
-            for field in args.other_fields:
-                others.append(row(play(n, label, field, args.other_deals)))
-    if args.mc_deals > 0:  # the slowest field, last
-        rows_main["mc"] = row(play(main_n, label, "mc", args.mc_deals))
+    plan = tournaments(args, manifest["players"], main_n)
+    check_fields(plan, rules)
+    rows_main, ladder, others = {}, None, []
+    for what, n, candidate, field, deals in plan:
+        res = row(tournament(rules, n, candidate, field, deals, args.seed, args.jobs,
+                             out / f"{n}p_{Path(candidate).name}_vs_{field}"))
+        if what == "main":
+            rows_main[field] = res
+        elif what == "ladder":
+            ladder = res
+        else:
+            others.append(res)
 
     command = " ".join(["python scripts/evaluate_bot.py", *(sys.argv[1:] if argv is None
                                                              else argv)])

@@ -206,6 +206,8 @@ def _evaluate_bot():
     (["{tmp}/no-bot"], "holds no bot bundle"),
     ([str(BUNDLE), "--jobs", "0"], "--jobs 0"),
     ([str(BUNDLE), "--seed", "-1"], "--seed -1"),
+    # refused before the 4-player tournaments, not after them
+    ([str(BUNDLE), "--other-fields", "exprt"], "unknown agent spec 'exprt'"),
 ])
 def test_evaluate_bot_bad_input_is_a_usage_error(tmp_path, capsys, argv, message):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
@@ -214,6 +216,30 @@ def test_evaluate_bot_bad_input_is_a_usage_error(tmp_path, capsys, argv, message
     err = capsys.readouterr().err
     assert exc.value.code == 2 and message in err, err
     assert not (tmp_path / "eval").exists()
+
+
+def test_evaluate_bot_cache_key_follows_a_class_field_and_the_tournament_code(tmp_path,
+                                                                              monkeypatch):
+    """A tournament is read back only while nothing that makes its figures has changed: an
+    edited ``module:Class`` field bot, or the code that computes the intervals."""
+    module = _evaluate_bot()
+    (tmp_path / "my_field.py").write_text("from agents.greedy import GreedyAgent as Bot\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = module.fingerprint("my_field:Bot")
+    (tmp_path / "my_field.py").write_text("from agents.expert import ExpertAgent as Bot\n")
+    assert module.fingerprint("my_field:Bot") != before
+    assert module.fingerprint("greedy") == "greedy"
+    copy = tmp_path / "repo"
+    for folder in ("agents", "arschloch_env", "train"):
+        (copy / folder).mkdir(parents=True)
+        for path in (ROOT / folder).glob("*.py"):
+            (copy / folder / path.name).write_bytes(path.read_bytes())
+    before = module.code_checksum(copy)
+    for name in ("tournament.py", "stats.py", "report.py"):
+        source = copy / "train" / name
+        source.write_text(source.read_text() + "\n# edited\n")
+        assert module.code_checksum(copy) != before, name
+        before = module.code_checksum(copy)
 
 
 def test_session_reports_count_sessions_not_deals():

@@ -466,6 +466,30 @@ def _make_rules(rules: Any, players: int | None, overrides: dict, specs: int) ->
         raise TournamentError(str(exc)) from None
 
 
+def make_bots(specs: Sequence[Any], labels: Sequence[str], rules: Rules) -> list[Any]:
+    """The agents of ``specs``, each checked to play ``rules``.
+
+    Raises:
+        TournamentError: a spec that makes no agent, or an agent whose ``supports(rules)``
+            refuses them (with its reason where it gives one).
+    """
+    rules_dict = rules.to_dict()
+    agents = []
+    for spec, label in zip(specs, labels):
+        try:
+            agent = make_agent(spec)
+        except AgentSpecError as exc:
+            raise TournamentError(str(exc)) from None
+        supports = getattr(agent, "supports", None)
+        if callable(supports) and not supports(dict(rules_dict)):
+            raise TournamentError(f"bot {label!r} does not support these rules "
+                                  f"({rules.preset}, {rules.num_players} players)"
+                                  + (support_detail(agent, rules)
+                                     or "; its supports(rules) returned false"))
+        agents.append(agent)
+    return agents
+
+
 def _unbroken_prefix(done: dict[int, dict]) -> list[dict]:
     """The finished blocks ``0..k-1`` before the first one missing.
 
@@ -536,20 +560,7 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
         raise TournamentError(str(exc)) from None
     specs, labels, table = plan_table(bots, given.num_players)
     orders = seatings_of(table, seatings)
-    made: dict[int, Any] = {}
-    rules_dict = played.to_dict()
-    for b, spec in enumerate(specs):
-        try:
-            agent = make_agent(spec)
-        except AgentSpecError as exc:
-            raise TournamentError(str(exc)) from None
-        supports = getattr(agent, "supports", None)
-        if callable(supports) and not supports(dict(rules_dict)):
-            raise TournamentError(f"bot {labels[b]!r} does not support these rules "
-                                  f"({played.preset}, {played.num_players} players)"
-                                  + (support_detail(agent, played)
-                                     or "; its supports(rules) returned false"))
-        made[b] = agent
+    made = dict(enumerate(make_bots(specs, labels, played)))
     writer = None
     if record is not None:
         from arschloch_env.records import RecordWriter
@@ -599,4 +610,5 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
 
 
 __all__ = ["BlockPlayer", "MODES", "SEATINGS", "TournamentError", "TournamentResult",
-           "default_jobs", "plan_table", "run_tournament", "seatings_of", "summarise"]
+           "default_jobs", "make_bots", "plan_table", "run_tournament", "seatings_of",
+           "summarise"]
