@@ -21,7 +21,8 @@ the kernels), a callable ``opponent(obs, mask) -> actions`` on batches (float32 
 [k, A] -> ints [k]) of the games where an opponent is to act, e.g. a frozen policy, or an agent
 (an object with ``act``, or its spec: a built-in name, a bundle path, ``package.module:Class``).
 An agent that decides on the observation alone (``uses_view = False``: ``greedy``, bundles)
-plays every opponent seat as one object, so it must keep no state between moves; a bundle
+plays every opponent seat as one object, so it must keep no state between moves (it is reset
+with a seed drawn from the env's, so that a seeded env replays one that samples); a bundle
 plays its whole batch in one call, others are asked row by row. Any other agent (``expert``,
 ``mc``, a class of your own without ``uses_view = False``) gets the public view and its own
 copy for every opponent seat of every game, reset with its seat at the start of every match;
@@ -91,9 +92,11 @@ class MirroredOpponent:
         self.mirrors[game].step(int(action))
 
 
-def batched_opponent(opponent: Any, rules: Rules) -> str | Opponent | MirroredOpponent:
-    """``"random"``, a batched callable, or for an agent that reads the public view a
-    :class:`MirroredOpponent` (see the module docstring).
+def batched_opponent(opponent: Any,
+                     rules: Rules) -> str | Opponent | MirroredOpponent | SharedOpponent:
+    """``"random"``, a batched callable, for an agent that reads the public view a
+    :class:`MirroredOpponent` (see the module docstring), for one that does not a
+    :class:`SharedOpponent`.
 
     Raises:
         ValueError: an unknown spec, or an agent that does not play these rules.
@@ -115,13 +118,28 @@ def batched_opponent(opponent: Any, rules: Rules) -> str | Opponent | MirroredOp
         make = (partial(make_agent, opponent) if isinstance(opponent, str)
                 else partial(copy.deepcopy, agent))
         return MirroredOpponent(make, rules)
-    if callable(getattr(agent, "reset", None)):
-        agent.reset(rules.to_dict(), 0, None)  # a bundle refuses rules it was not made for
-    if callable(getattr(agent, "policy", None)):  # a bundle: the whole batch at once
-        return lambda obs, mask: agent.policy(obs, mask)[0]
-    return lambda obs, mask: np.array(
-        [agent.act({"observation": o, "action_mask": m}, None) for o, m in zip(obs, mask)],
-        np.int64)
+    return SharedOpponent(agent, rules)
+
+
+class SharedOpponent:
+    """An agent that decides on the observation alone, one object for every opponent seat,
+    asked for the rows of a whole batch; reset with a seed drawn from the env's, so that a
+    seeded env replays an agent that samples (``random``, a sampling policy) exactly."""
+
+    def __init__(self, agent: Any, rules: Rules):
+        self.agent = agent
+        self.rules = rules
+        self.reset(None)  # a bundle refuses rules it was not made for
+
+    def reset(self, seed: int | None) -> None:
+        if callable(getattr(self.agent, "reset", None)):
+            self.agent.reset(self.rules.to_dict(), 0, seed)
+
+    def __call__(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        if callable(getattr(self.agent, "policy", None)):  # a bundle: the batch at once
+            return self.agent.policy(obs, mask)[0]
+        return np.array([self.agent.act({"observation": o, "action_mask": m}, None)
+                         for o, m in zip(obs, mask)], np.int64)
 
 
 class ArschlochVecEnv(VecEnv):
@@ -159,6 +177,7 @@ class ArschlochVecEnv(VecEnv):
         self.fixed_seat = None if seat is None else int(seat)
         self.opponent = batched_opponent(opponent, self.rules)
         self._seat_rng = np.random.default_rng(seed)
+        self._reseed_opponent(seed)
         self._next_seed = None
         self._actions: np.ndarray | None = None
         low, high = observation_bounds(Encoder(self.game.R), self.rules)
@@ -174,6 +193,7 @@ class ArschlochVecEnv(VecEnv):
         seed, self._next_seed = self._next_seed, None
         if seed is not None:
             self._seat_rng = np.random.default_rng(seed)
+            self._reseed_opponent(seed)
         obs, mask = self.game.reset(seed=seed)
         self.seats = self._draw_seats(self.num_envs)
         self._start_mirrors(self._rows)
@@ -192,13 +212,14 @@ class ArschlochVecEnv(VecEnv):
     def step_wait(self):
         if self._actions is None:
             raise RuntimeError("call step_async() before step_wait()")
-        actions, self._actions = self._actions, None
+        actions = self._actions
         last_obs = self._obs
+        obs, mask, rew, done = self.game.step(actions)  # refuses illegal actions, unchanged
+        self._actions = None
         episode = self._carry.copy()
         self._carry[:] = 0.0
         ended = np.zeros(self.num_envs, bool)
         infos: list[dict] = [{} for _ in range(self.num_envs)]
-        obs, mask, rew, done = self.game.step(actions)
         episode += rew[self._rows, self.seats]
         self._ended(done, ended, infos, last_obs)
         self._follow(actions, self._rows, done)
@@ -287,6 +308,10 @@ class ArschlochVecEnv(VecEnv):
         self.seats[idx] = self._draw_seats(len(idx))
         for i in idx:
             self.reset_infos[i] = {"seat": int(self.seats[i])}
+
+    def _reseed_opponent(self, seed: int | None) -> None:
+        if seed is not None and isinstance(self.opponent, SharedOpponent):
+            self.opponent.reset(int(np.random.SeedSequence([seed, 1]).generate_state(1)[0]))
 
     def _start_mirrors(self, rows: np.ndarray) -> None:
         """The mirrored opponent's games ``rows`` begin a match (seats already drawn)."""

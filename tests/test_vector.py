@@ -444,6 +444,60 @@ def test_vec_env_takes_agents_that_play_on_the_observation():
         ArschlochVecEnv("culo", 4, num_envs=2, opponent="greedyy")
 
 
+@pytest.mark.parametrize("make", ["random_agent", "sampling_clone"])
+def test_vec_env_replays_a_sampling_observation_opponent(make):
+    """One object plays every opponent seat; a seeded env reseeds it, so that an agent that
+    samples replays exactly, at construction and on a reset after seed()."""
+    from agents.mlp import MLP, MLPAgent
+    from agents.random_agent import RandomAgent
+    from arschloch_env.vector_env import ArschlochVecEnv
+
+    def opponent():
+        if make == "random_agent":
+            return RandomAgent()
+        return MLPAgent(MLP.load(Path(__file__).resolve().parents[1] / "bots"
+                                 / "expert_clone_culo.npz"))
+
+    def rollout(env):
+        out = [env.reset()]
+        for _ in range(30):
+            out.append(env.step(env.action_masks().argmax(1))[0])
+        return np.stack(out)
+
+    envs = [ArschlochVecEnv("culo", 4, num_envs=8, seed=0, seat=0, opponent=opponent())
+            for _ in range(2)]
+    first = rollout(envs[0])
+    assert np.array_equal(first, rollout(envs[1]))
+    envs[0].seed(0)
+    assert np.array_equal(first, rollout(envs[0]))
+
+
+def test_vec_env_refused_step_keeps_the_carried_reward():
+    """Rewards of a new match before the learner's first decision are paid with its next
+    step; a step refused for an illegal action must change nothing, those rewards included."""
+    from arschloch_env.vector import VectorActionError
+    from arschloch_env.vector_env import ArschlochVecEnv
+
+    envs = [ArschlochVecEnv("culo", 6, num_envs=256, seed=1, seat=None, rounds=2)
+            for _ in range(2)]
+    for env in envs:
+        env.reset()
+    rng = np.random.default_rng(0)
+    while not envs[0]._carry.any():
+        m = envs[0].action_masks()
+        actions = (rng.random(m.shape) * m).argmax(1)
+        for env in envs:
+            env.step(actions)
+    i = int(np.flatnonzero(envs[0]._carry)[0])
+    m = envs[0].action_masks()
+    legal = m.argmax(1)
+    bad = legal.copy()
+    bad[i] = int(np.flatnonzero(m[i] == 0)[0])
+    with pytest.raises(VectorActionError):
+        envs[0].step(bad)
+    assert np.array_equal(envs[0].step(legal)[1], envs[1].step(legal)[1])
+
+
 def test_vec_env_keeps_sb3_vec_env_contracts():
     """reset_infos name each game's seat after every automatic restart; get_attr of a per-game
     attribute is per game; set_attr is for all games at once and not for what is fixed;
