@@ -180,8 +180,9 @@ class BundleAgent:
                 differ): a bundle is made for one rank order.
         """
         x = np.asarray(observations, np.float32)
+        m = np.asarray(masks, np.int8)
         width = x.shape[-1] if x.ndim else 0
-        actions = np.shape(masks)[-1] if np.ndim(masks) else 0
+        actions = m.shape[-1] if m.ndim else 0
         if (width, actions) != (self.observation_size, self.num_actions):
             raise BundleError(
                 f"bundle {str(self.path)!r}: given observations of {width} values and masks of "
@@ -190,7 +191,7 @@ class BundleAgent:
         x = np.ascontiguousarray(x.reshape(-1, x.shape[-1])[:, :self.input_size])
         action, logits = self.session.run(["action", "logits"], {
             "observation": x,
-            "action_mask": np.asarray(masks, np.int8).reshape(-1, masks.shape[-1])})
+            "action_mask": m.reshape(-1, actions)})
         return action, logits
 
     def act(self, observation: dict, view: dict | None) -> int:

@@ -105,3 +105,7 @@ class ActionCodec:
         word = RANK_WORDS[rank]
         article = "an" if word[0] in "a8" else "a"
         return f"{m.kind} {article} {word}"
+
+    def listing(self, actions) -> str:
+        """Action ids with their moves, for error messages: ``"0 (pass), 5 (single 8)"``."""
+        return ", ".join(f"{int(a)} ({self.describe(int(a))})" for a in actions)

@@ -112,6 +112,21 @@ def test_lead_moves_exact():
     assert list(g.legal_mask().nonzero()[0]) == [1, 2, 9, 17, 18, 19, 29, 30]
 
 
+def test_an_illegal_action_is_named_with_its_id_and_the_legal_ids():
+    g = culo4()
+    before = snapshot(g)
+    with pytest.raises(IllegalActionError) as exc:
+        g.step(0)
+    assert str(exc.value) == (
+        "player_0 cannot 'pass' (action 0): the leader may not pass; legal now: 1 (single 7), "
+        "2 (pair of 7s), 9 (single 9), 17 (single jack), 18 (pair of jacks), 19 (triple of "
+        "jacks), 29 (single ace), 30 (pair of aces)")
+    with pytest.raises(IllegalActionError, match=r"allowed now: plays \(a leader may not "
+                                                 r"pass\); legal now: 1 \(single 7\)"):
+        g.step(g.codec.take(0))
+    assert snapshot(g) == before
+
+
 def test_follow_moves_exact_pair_only_by_pair():
     g = culo4()
     play(g, 0, "7C 7S")

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from train.tournament import run_tournament
@@ -97,6 +98,19 @@ def test_bundle_act_refuses_an_observation_of_another_deck():
     game = Game(make_rules("culo", 4), seed=1)
     assert culo.act(Encoder(game.R).observation(game, game.current), None) in \
         game.legal_actions()
+
+
+def test_bundle_policy_takes_lists():
+    import arschloch_env
+    from agents.bundle import load_bundle
+
+    env = arschloch_env.env(rules="culo", num_players=4)
+    env.reset(seed=0)
+    o = env.observe(env.agent_selection)
+    bot = load_bundle(ROOT / "bots" / "ppo_vec_culo_expert")
+    arrays = bot.policy(o["observation"][None], o["action_mask"][None])
+    lists = bot.policy([o["observation"].tolist()], [o["action_mask"].tolist()])
+    assert np.array_equal(arrays[0], lists[0]) and np.allclose(arrays[1], lists[1])
 
 
 def test_bundle_takes_a_rules_object_and_names_a_bare_vector():

@@ -328,8 +328,13 @@ def test_pair_error_message():
     a = vg.sample_actions()
     pair = next(x for x in range(2, 33, 4) if not mask[2, x])
     a[2] = pair
-    with pytest.raises(VectorActionError, match=r"game 2: .* cannot 'pair of \w+s' now"):
+    legal = " ".join(str(x) for x in np.flatnonzero(mask[2]))
+    with pytest.raises(VectorActionError, match=rf"game 2: .* cannot 'pair of \w+s' \(action "
+                                                rf"{pair}\) now \(play phase; legal: "
+                                                rf"{np.flatnonzero(mask[2])[0]} \(") as exc:
         vg.step(a)
+    named = [int(w) for w in str(exc.value).split("legal: ")[1].split() if w.isdigit()]
+    assert " ".join(map(str, named)) == legal
 
 
 def test_bad_construction():
