@@ -73,7 +73,7 @@ class Game:
         self.n = n = r.num_players
         self.R = r.num_ranks
         self.top = r.top_rank
-        self.seed = seed
+        self.seed = None if seed is None else int(seed)  # a numpy int would not go to JSON
         # what the suit orders are drawn from: the seed, or without one fresh entropy (a fixed
         # stand-in would let every seat work out the others' orders)
         self._suit_seed = (int(seed) if seed is not None
@@ -95,7 +95,7 @@ class Game:
         self.round_places: list[list[int]] = []
         self._emit(event="match", index=self.match_index, rules=r.to_dict(),
                    players=[player_name(i) for i in range(n)],
-                   agents=dict(agents or {}), seed=seed)
+                   agents=dict(agents or {}), seed=self.seed)
         self._start_round()
         self._skip_forced()
 

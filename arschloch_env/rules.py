@@ -109,11 +109,7 @@ class Rules:
         if unknown:
             raise RulesError(f"unknown rules field(s) {', '.join(unknown)}; allowed: "
                              f"{', '.join(FIELD_NAMES)}")
-        if "rounds" in overrides and "target_points" not in overrides:
-            values["target_points"] = None
-        if "target_points" in overrides and "rounds" not in overrides:
-            values["rounds"] = None
-        values.update(overrides)
+        values.update(_with_one_match_end(overrides))
         values["preset"] = preset
         values.setdefault("num_players", num_players)
         values = {name: _plain(v) for name, v in values.items()}
@@ -142,11 +138,7 @@ class Rules:
         values = self.to_dict()
         preset = values.pop("preset")
         _drop_same_preset(preset, overrides)
-        if "rounds" in overrides and "target_points" not in overrides:
-            values["target_points"] = None
-        if "target_points" in overrides and "rounds" not in overrides:
-            values["rounds"] = None
-        values.update(overrides)
+        values.update(_with_one_match_end(overrides))
         return Rules.from_preset(preset, **values)
 
     def to_dict(self) -> dict[str, Any]:
@@ -238,6 +230,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _with_one_match_end(overrides: dict[str, Any]) -> dict[str, Any]:
+    """``overrides``, where they set one of ``rounds``/``target_points`` but not the other,
+    with the other cleared, so that ``target_points=15`` on a 5-round match (a preset, a
+    rules object, its JSON form or a file) is a first-to-15 match."""
+    out = dict(overrides)
+    for field, other in (("rounds", "target_points"), ("target_points", "rounds")):
+        if field in overrides and other not in overrides:
+            out[other] = None
+    return out
+
+
 def _drop_same_preset(preset: str, overrides: dict[str, Any]) -> None:
     """Removes a ``preset`` override naming the preset already chosen; another one is an error,
     since the preset is where every other field comes from, not a field to override."""
@@ -307,14 +310,14 @@ def make_rules(rules: "Rules | str | dict | None" = "culo", num_players: int | N
     if isinstance(rules, Rules):
         return rules.replace(**overrides) if overrides else rules
     if isinstance(rules, dict):
-        return Rules.from_dict({**rules, **overrides})
+        return Rules.from_dict({**rules, **_with_one_match_end(overrides)})
     if isinstance(rules, (str, Path)):
         name = str(rules)
         if name in PRESETS:
             _drop_same_preset(name, overrides)
             return Rules.from_preset(name, **overrides)
         if name.endswith((".json", ".yaml", ".yml")) or Path(name).is_file():
-            return Rules.from_dict({**load_rules_file(name), **overrides})
+            return Rules.from_dict({**load_rules_file(name), **_with_one_match_end(overrides)})
         raise RulesError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)} "
                          f"(or a .yaml/.json rules file)")
     raise RulesError(f"rules: expected a preset name, a dict or a file, got {type(rules).__name__}")

@@ -143,6 +143,25 @@ def test_setting_target_points_clears_rounds_and_back():
     assert r.replace(target_points=7).rounds is None
 
 
+def test_a_rules_dict_or_file_takes_the_other_match_end_too(tmp_path):
+    """The JSON form names both fields, one of them null; overriding the other is as valid
+    as on the preset's name."""
+    culo = make_rules("culo", 4)
+    path = tmp_path / "culo.json"
+    path.write_text(culo.to_json())
+    for rules in (culo.to_dict(), str(path)):
+        r = make_rules(rules, target_points=10)
+        assert (r.rounds, r.target_points) == (None, 10)
+        assert make_rules(r.to_dict(), rounds=3).target_points is None
+
+
+def test_a_numpy_seed_is_recorded_as_a_json_int():
+    from arschloch_env.engine import Game
+
+    g = Game("culo", num_players=4, seed=np.int64(5), record=True)
+    assert json.loads(json.dumps(g.events[0]))["seed"] == 5
+
+
 def test_replace_keeps_other_fields():
     r = make_rules("culo-ten", 3)
     r2 = r.replace(leftover_swap=False)
