@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from agents.base import resolve_agents
 from arschloch_env.engine import Game, IllegalActionError, player_name
 from arschloch_env.observation import Encoder
@@ -44,11 +46,21 @@ def agent_step(agent: Any, game: Game, encoder: Encoder) -> None:
                          f"{player_name(seat)} chose an illegal action: {exc}") from None
 
 
+AGENT_STREAM = 0x5EA7
+"""Keeps the agents' seeds apart from the other streams drawn from a match seed."""
+
+
+def agent_seed(match_seed: int, seat: int) -> int:
+    """The ``reset`` seed of the agent in ``seat``: a hash of the match seed, so that no
+    agent can work its way back to the match seed and from it redeal every hand."""
+    return int(np.random.SeedSequence([match_seed, seat, AGENT_STREAM]).generate_state(1)[0])
+
+
 def reset_agents(agents: list[Any], rules: dict, seed: int | None) -> None:
     """Calls ``reset(rules, seat, seed)`` on every agent that has it, with per-seat seeds."""
     for seat, agent in enumerate(agents):
         if hasattr(agent, "reset"):
-            agent.reset(rules, seat, None if seed is None else seed * 7 + seat + 1)
+            agent.reset(rules, seat, None if seed is None else agent_seed(seed, seat))
 
 
 def play_match(rules, agents: list[Any], seed: int | None = None, match_index: int = 0,

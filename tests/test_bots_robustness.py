@@ -290,3 +290,27 @@ def test_expert_passes_when_only_a_pass_wins_after_a_third_seat_went_out():
     g = _race(rules, mine, other, (3, 1), table_seat=2)  # a single 10 by the seat now out
     assert _engine_outcomes(g) == {0: True, 29: False}
     assert expert.decide(expert.ctx_from_game(g, params=expert.DEFAULT)) == 0
+
+
+def test_an_agent_cannot_work_back_from_its_reset_seed_to_the_deal():
+    """reset() gets a seed per seat; it must not give away the match seed, from which the
+    deal (every seat's hand) is drawn."""
+    from agents.runner import play_match
+
+    class SeedLog:
+        seeds: list = []
+
+        def reset(self, rules, seat, seed):
+            SeedLog.seeds.append((seat, seed))
+
+        def act(self, observation, view):
+            return view["legal"][0]["id"]
+
+    for match_seed in range(40):
+        play_match("culo", [SeedLog(), "greedy", "greedy", SeedLog()], seed=match_seed,
+                   match_index=0).rules
+    by_seat = {s: [x for seat, x in SeedLog.seeds if seat == s] for s in (0, 3)}
+    for seeds in by_seat.values():
+        steps = np.diff(np.array(seeds, np.int64))
+        assert len(set(seeds)) == 40 and len(set(steps.tolist())) > 30  # no line through them
+    assert not set(by_seat[0]) & set(by_seat[3])

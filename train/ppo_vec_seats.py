@@ -36,6 +36,7 @@ import numpy as np
 
 from agents.base import make_agent
 from agents.mlp import MLP
+from agents.runner import agent_seed
 from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
 from arschloch_env.vector import VectorGame
@@ -241,7 +242,7 @@ class Table:
         for s in np.flatnonzero(self.kind[g] == AGENT).tolist():
             agent = make_agent(self.specs[int(self.which[g, s])])
             if hasattr(agent, "reset"):
-                agent.reset(self.rules_dict, s, seed * 7 + s + 1)
+                agent.reset(self.rules_dict, s, agent_seed(seed, s))
             agents[s] = agent
         self.agents[g] = agents
         if self.debug or any(getattr(a, "uses_view", True) for a in agents if a is not None):
