@@ -299,7 +299,7 @@ def test_single_seat_episodes_start_at_a_decision_and_sum_to_the_match(rounds):
     that round's reward is paid with the first step."""
     from arschloch_env.arschloch import place_reward
     env = SingleSeatEnv(rules="culo", num_players=6, rounds=rounds, seat=None)
-    _, info = env.reset(seed=2834)  # the learner's first match starts so (found by search)
+    _, info = env.reset(seed=3381)  # the learner's first match starts so (found by search)
     assert env.action_masks().any() and env.game.current == env.seat
     if rounds == 1:
         assert info["skipped_matches"] == 1

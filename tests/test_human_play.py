@@ -206,7 +206,7 @@ def test_full_match_with_exchange_bad_input_and_numbers(tmp_path):
 
 
 def test_left_over_swap_with_five_players(tmp_path):
-    child = _spawn(["play", "--players", "5", "--bots", "random", "--seed", "3", "--set",
+    child = _spawn(["play", "--players", "5", "--bots", "random", "--seed", "5", "--set",
                     "rounds=2"], tmp_path)
     text, phases = _play(child)
     child.close()
