@@ -129,6 +129,10 @@ class Rules:
         if not isinstance(data, dict):
             raise RulesError(f"rules must be a mapping of field names to values, got "
                              f"{type(data).__name__}")
+        odd = [k for k in data if not isinstance(k, str)]
+        if odd:  # YAML reads a key such as 1: as an integer
+            raise RulesError(f"unknown rules field(s) {', '.join(map(repr, odd))}; allowed: "
+                             f"{', '.join(FIELD_NAMES)}")
         data = dict(data)
         preset = data.pop("preset", "culo")
         return cls.from_preset(preset, **data)
@@ -326,9 +330,14 @@ def make_rules(rules: "Rules | str | dict | None" = "culo", num_players: int | N
 def load_rules_file(path: str | Path) -> dict[str, Any]:
     """Reads a rules mapping from a YAML or JSON file."""
     p = Path(path)
+    if p.is_dir():
+        raise RulesError(f"rules file {str(p)!r} is a directory; give a .yaml or .json file")
     if not p.is_file():
         raise RulesError(f"rules file {str(p)!r} does not exist")
-    text = p.read_text(encoding="utf-8")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RulesError(f"rules file {str(p)!r} cannot be read as UTF-8 text: {exc}") from None
     try:
         if p.suffix == ".json":
             data = json.loads(text)

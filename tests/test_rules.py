@@ -155,6 +155,18 @@ def test_a_rules_dict_or_file_takes_the_other_match_end_too(tmp_path):
         assert make_rules(r.to_dict(), rounds=3).target_points is None
 
 
+def test_a_rules_file_that_cannot_be_read_is_a_clean_error(tmp_path):
+    (tmp_path / "binary.json").write_bytes(b"\xff\xfe")
+    with pytest.raises(RulesError, match="cannot be read as UTF-8 text"):
+        make_rules(str(tmp_path / "binary.json"))
+    (tmp_path / "dir.json").mkdir()
+    with pytest.raises(RulesError, match="is a directory"):
+        make_rules(str(tmp_path / "dir.json"))
+    (tmp_path / "int_key.yaml").write_text("preset: culo\n1: 2\n")
+    with pytest.raises(RulesError, match="unknown rules field.s. 1; allowed: preset"):
+        make_rules(str(tmp_path / "int_key.yaml"))
+
+
 def test_a_numpy_seed_is_recorded_as_a_json_int():
     from arschloch_env.engine import Game
 
