@@ -82,6 +82,31 @@ def test_train_cli_rejects_bad_config_cleanly(tmp_path):
     assert "the kit's configs are in configs/: ppo_culo_4p.yaml" in res.stderr
 
 
+def test_a_config_that_yaml_reads_oddly_is_a_clean_error(tmp_path):
+    (tmp_path / "int_key.yaml").write_text("1: 2\n")
+    with pytest.raises(ConfigError, match="unknown config key.s. 1; allowed in the top level"):
+        load_config(tmp_path / "int_key.yaml")
+    (tmp_path / "binary.yaml").write_bytes(b"\xff\xfe")
+    with pytest.raises(ConfigError, match="binary.yaml' is not valid YAML"):
+        load_config(tmp_path / "binary.yaml")
+
+
+@pytest.mark.parametrize("damage,says", [
+    ({"config.yaml": "foo: ["}, "config.yaml is damaged"),
+    ({"latest.json": "{bad"}, "latest.json cannot be read"),
+    ({"latest.json": '{"steps": 5}'}, "latest.json is damaged: checkpoint, meta missing"),
+])
+def test_resume_of_a_damaged_run_names_the_file(tmp_path, damage, says):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text(Path(SMOKE).read_text())
+    for name, text in damage.items():
+        (run / name).write_text(text)
+    res = cli("train", "--resume", "--run-dir", run)
+    assert res.returncode == 2 and says in res.stderr, res.stderr[-2000:]
+    assert "Traceback" not in res.stderr
+
+
 def test_a_config_named_without_its_folder_points_to_it():
     with pytest.raises(ConfigError, match="the kit's config of that name is "
                                           "configs/ppo_vec_culo.yaml"):
@@ -660,7 +685,9 @@ def test_interrupted_message_names_the_way_on(tmp_path):
     (run / "config.yaml").write_text("algo: ppo\n")
     assert ("before the first checkpoint; arschloch train --resume --run-dir "
             f"'{run}' starts the run over") in interrupted_message(run)
-    (run / "latest.json").write_text(json.dumps({"steps": 2048}))
+    (run / "latest.json").write_text(json.dumps({"checkpoint": "checkpoints/step_2048.zip",
+                                                 "meta": "checkpoints/step_2048.json",
+                                                 "steps": 2048}))
     assert interrupted_message(run) == (f"interrupted; the last checkpoint (step 2048) is kept: "
                                         f"continue with arschloch train --resume --run-dir "
                                         f"'{run}'")

@@ -106,12 +106,15 @@ def _cmd_train(args: argparse.Namespace) -> int:
 def interrupted_message(run_dir: Path) -> str:
     """What Ctrl-C left in ``run_dir`` and the command that goes on from there."""
     import shlex
+
+    from train.config import ConfigError
+    from train.files import read_latest
     if not (run_dir / "config.yaml").is_file():
         return "interrupted before the run started; nothing to continue: run the command again"
     again = f"arschloch train --resume --run-dir {shlex.quote(str(run_dir))}"
     try:
-        steps = json.loads((run_dir / "latest.json").read_text())["steps"]
-    except (OSError, ValueError, KeyError):
+        steps = read_latest(run_dir)["steps"]
+    except ConfigError:
         return (f"interrupted before the first checkpoint; {again} starts the run over "
                 f"(keeping what this attempt wrote)")
     return f"interrupted; the last checkpoint (step {steps}) is kept: continue with {again}"
@@ -123,13 +126,14 @@ CHECKPOINT_SUFFIXES = (".zip", ".pt")
 
 def resolve_checkpoint(source: Path) -> tuple[Path, dict]:
     """The checkpoint to export from a run directory or a checkpoint path, with its meta."""
+    from train.files import read_latest
     if source.is_dir():
         best = [source / "checkpoints" / f"best{s}" for s in CHECKPOINT_SUFFIXES]
         best = [b for b in best if b.is_file()]
         if best:
             source = best[0]
         elif (source / "latest.json").is_file():
-            source = source / json.loads((source / "latest.json").read_text())["checkpoint"]
+            source = source / read_latest(source)["checkpoint"]
         else:
             raise CliError(f"{source} holds no checkpoint (neither checkpoints/best.zip, "
                            f"checkpoints/best.pt nor latest.json)")

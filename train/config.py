@@ -201,9 +201,10 @@ def _coerce(value: Any, typ: Any, where: str) -> Any:
 def _build(cls, data: dict[str, Any], prefix: str = ""):
     hints = get_type_hints(cls)
     known = {f.name for f in fields(cls)}
-    unknown = sorted(set(data) - known)
+    unknown = sorted(set(data) - known, key=str)  # YAML may read a key as a number
     if unknown:
-        raise ConfigError(f"unknown config key(s) {', '.join(prefix + k for k in unknown)}; "
+        names = ", ".join(prefix + str(k) for k in unknown)
+        raise ConfigError(f"unknown config key(s) {names}; "
                           f"allowed in {prefix or 'the top level'}: {', '.join(sorted(known))}")
     kwargs = {k: _coerce(v, hints[k], prefix + k) for k, v in data.items()}
     return cls(**kwargs)
@@ -233,7 +234,7 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConf
             raise ConfigError(f"config file {str(p)!r} does not exist{_shipped_hint(p)}")
         try:
             data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
             raise ConfigError(f"config file {str(p)!r} is not valid YAML: {exc}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"config file {str(p)!r} must hold a mapping")

@@ -1,9 +1,13 @@
-"""Directories made for one writer."""
+"""Directories made for one writer, and the JSON files a run keeps."""
 
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
+from typing import Any
+
+from train.config import ConfigError
 
 
 def fresh_directory(path: str | Path) -> Path:
@@ -20,3 +24,34 @@ def fresh_directory(path: str | Path) -> Path:
         except FileExistsError:
             continue
         return candidate
+
+
+def read_run_json(path: Path) -> dict[str, Any]:
+    """A JSON object a run wrote (``latest.json``, a checkpoint's metadata).
+
+    Raises:
+        ConfigError: the file is missing or damaged, named.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        raise ConfigError(f"{path} cannot be read: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} is damaged: it holds no JSON object")
+    return data
+
+
+def read_latest(run_dir: str | Path) -> dict[str, Any]:
+    """A run's ``latest.json``: its last checkpoint and metadata (paths in the run) and steps.
+
+    Raises:
+        ConfigError: the file is missing or damaged, named.
+    """
+    path = Path(run_dir) / "latest.json"
+    latest = read_run_json(path)
+    types = {"checkpoint": str, "meta": str, "steps": int}
+    wrong = [k for k, t in types.items() if not isinstance(latest.get(k), t)]
+    if wrong:
+        raise ConfigError(f"{path} is damaged: {', '.join(wrong)} missing or of the wrong type "
+                          f"(expected checkpoint and meta paths and the steps)")
+    return latest

@@ -52,7 +52,6 @@ squared error), so that both trainers' runs read alike in TensorBoard.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -66,6 +65,7 @@ import numpy as np
 
 from arschloch_env.observation import SEATS
 from train.config import ConfigError, TrainConfig
+from train.files import read_latest, read_run_json
 from train.league import League
 from train.ppo_vec_io import init_checkpoint, load_checkpoint, load_state
 from train.ppo_vec_seats import (
@@ -447,8 +447,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     meta: dict[str, Any] | None = None
     state: dict[str, Any] | None = None
     if resume:
-        latest = json.loads(run.latest.read_text())
-        meta = json.loads((run.root / latest["meta"]).read_text())
+        latest = read_latest(run.root)
+        meta = read_run_json(run.root / latest["meta"])
         state = load_checkpoint(run.root / latest["checkpoint"])
         run.write_config(cfg)
     else:

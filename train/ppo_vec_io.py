@@ -9,7 +9,6 @@ league, evaluations, best, illegal_actions) plus ``"algo": "ppo-vec"``.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -83,6 +82,7 @@ def init_checkpoint(cfg) -> dict[str, Any]:
             activation or critic input than ``cfg``'s.
     """
     from train.config import ConfigError
+    from train.files import read_latest
 
     path = Path(cfg.init_from)
     if not path.exists():
@@ -93,7 +93,7 @@ def init_checkpoint(cfg) -> dict[str, Any]:
         latest = path / "latest.json"
         if not latest.is_file():
             raise ConfigError(f"init_from: {path} holds no checkpoint (no latest.json)")
-        path = path / json.loads(latest.read_text())["checkpoint"]
+        path = path / read_latest(path)["checkpoint"]
     if path.suffix != ".pt" or not path.is_file():
         raise ConfigError(f"init_from: {path} is neither a ppo-vec checkpoint (.pt) nor a run "
                           f"directory")

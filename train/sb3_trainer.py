@@ -41,7 +41,7 @@ from typing import Any
 import yaml
 
 from train.config import ConfigError, TrainConfig, resume_config
-from train.files import fresh_directory
+from train.files import fresh_directory, read_latest, read_run_json
 from train.league import League, LeagueSampler, write_json_atomic
 
 
@@ -267,7 +267,7 @@ def finished_checkpoint(run_dir: str | Path, total_steps: int) -> Path | None:
     run = RunDir(run_dir)
     if not run.latest.is_file():
         return None
-    latest = json.loads(run.latest.read_text())
+    latest = read_latest(run.root)
     return run.root / latest["checkpoint"] if latest["steps"] >= total_steps else None
 
 
@@ -277,7 +277,11 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
     if not path.is_file():
         raise ConfigError(f"{run_dir} is not a run directory (no config.yaml); start a run "
                           f"there with arschloch train --config FILE --run-dir {run_dir}")
-    return resume_config(yaml.safe_load(path.read_text(encoding="utf-8")), overrides)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        raise ConfigError(f"{path} is damaged: {exc}") from None
+    return resume_config(data, overrides)
 
 
 class WorkerDied(RuntimeError):
@@ -314,8 +318,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         elif not resume:
             raise ConfigError(f"run directory {run.root} already holds a run; use --resume to "
                               f"continue it or --run-dir for a new one")
-        elif (moved := run.set_aside_stale_best(steps := json.loads(
-                run.latest.read_text())["steps"])) is not None:
+        elif (moved := run.set_aside_stale_best(
+                steps := read_latest(run.root)["steps"])) is not None:
             print(f"the best checkpoint of the attempt that went on past step {steps} is kept "
                   f"in {moved}; the resumed run has its best anew from its next evaluation",
                   file=sys.stderr)
@@ -336,7 +340,8 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
 
     meta: dict[str, Any] | None = None
     if resume:
-        meta = json.loads((run.root / json.loads(run.latest.read_text())["meta"]).read_text())
+        latest = read_latest(run.root)
+        meta = read_run_json(run.root / latest["meta"])
         run.write_config(cfg)
     else:
         run.create(cfg)
@@ -352,7 +357,7 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
     if meta is None:
         model = make_model(cfg, envs, run.tb)
     else:
-        model = MaskablePPO.load(str(run.root / json.loads(run.latest.read_text())["checkpoint"]),
+        model = MaskablePPO.load(str(run.root / latest["checkpoint"]),
                                  env=envs, device=cfg.device,
                                  custom_objects={"tensorboard_log": str(run.tb)})
     model.lr_schedule = lr_schedule(cfg)  # the config's, also when it changed for the resume
