@@ -71,8 +71,17 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     if manifest.get("bundle_version") != BUNDLE_VERSION:
         raise BundleError(f"bundle {str(root)!r}: bundle version "
                           f"{manifest.get('bundle_version')!r}, this kit reads {BUNDLE_VERSION}")
-    obs = manifest.get("observation", {})
-    rank_order = manifest.get("rules", {}).get("rank_order", [])
+    sections = {"rules": dict, "observation": dict, "actions": dict, "policy": dict,
+                "players": list, "presets": list}
+    wrong = [f"{k} (expected a JSON {'object' if t is dict else 'list'})"
+             for k, t in sections.items() if not isinstance(manifest.get(k), t)]
+    if not wrong and not isinstance(manifest["rules"].get("rank_order"), list):
+        wrong = ["rules.rank_order (expected a list of ranks)"]
+    if wrong:
+        raise BundleError(f"bundle {str(root)!r}: manifest.json is damaged: missing or wrong "
+                          f"{', '.join(wrong)}; re-export it from its checkpoint")
+    obs = manifest["observation"]
+    rank_order = manifest["rules"]["rank_order"]
     ours, theirs = layout_signature(len(rank_order)), obs.get("layout")
     # Layout versions only append slices: a bundle of an earlier version reads the leading
     # part of the observation (BundleAgent.policy), which is what it was trained on.
@@ -81,11 +90,11 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
         raise BundleError(f"bundle {str(root)!r}: made for observation layout version "
                           f"{obs.get('version')!r}, which is not a leading part of this kit's "
                           f"version {OBS_VERSION} layout; re-export it from its checkpoint")
-    if manifest.get("actions", {}).get("version") != ACTION_ENCODING_VERSION:
+    if manifest["actions"].get("version") != ACTION_ENCODING_VERSION:
         raise BundleError(f"bundle {str(root)!r}: action encoding version "
-                          f"{manifest.get('actions', {}).get('version')!r}, this kit has "
+                          f"{manifest['actions'].get('version')!r}, this kit has "
                           f"{ACTION_ENCODING_VERSION}")
-    policy = root / manifest.get("policy", {}).get("file", "policy.onnx")
+    policy = root / str(manifest["policy"].get("file", "policy.onnx"))
     if not policy.is_file():
         raise BundleError(f"bundle {str(root)!r}: policy file {policy.name} is missing")
     if file_sha256(policy) != manifest["policy"].get("sha256"):

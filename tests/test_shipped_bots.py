@@ -131,3 +131,22 @@ def test_bundle_takes_a_rules_object_and_names_a_bare_vector():
     observation = Encoder(game.R).observation(game, game.current)
     with pytest.raises(BundleError, match="act takes the AEC env's observation, a dict"):
         culo.act(observation["observation"], None)  # a SingleSeatEnv observation
+
+
+@pytest.mark.parametrize("section,value", [
+    ("observation", "x"), ("rules", [1]), ("policy", "policy.onnx"), ("actions", 3),
+    ("players", "4"), ("rules", {"preset": "culo"}),
+])
+def test_a_manifest_with_a_damaged_section_says_which(tmp_path, section, value):
+    from agents.bundle import BundleError, load_bundle
+
+    bundle = tmp_path / "bot"
+    bundle.mkdir()
+    source = ROOT / "bots" / "ppo_vec_culo_expert"
+    (bundle / "policy.onnx").write_bytes((source / "policy.onnx").read_bytes())
+    manifest = json.loads((source / "manifest.json").read_text())
+    manifest[section] = value
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match=f"manifest.json is damaged: missing or wrong "
+                                          f"{section}"):
+        load_bundle(bundle)
