@@ -264,6 +264,18 @@ def test_replay_wrong_player_and_wrong_result(tmp_path):
     assert not res.ok and res.error_line == j + 1 and "not what the rules give" in res.error
 
 
+@pytest.mark.parametrize("field,value", [
+    ("seed", 7.5), ("seed", -7), ("seed", "abc"), ("index", "abc"), ("agents", ["random"]),
+])
+def test_replay_names_a_bad_match_header_field(tmp_path, field, value):
+    events = [dict(e) for e in random_match("culo", 4, 3).events]
+    events[0] = {**events[0], field: value}
+    write_lines(tmp_path / "h.jsonl", events)
+    res = replay_file(tmp_path / "h.jsonl")[0]
+    assert not res.ok and res.error_line == 1
+    assert f"match.{field}: {value!r} is not allowed" in res.error
+
+
 def test_replay_bad_deal_and_early_end(tmp_path):
     g = random_match("culo", 3, 9)
     events = [dict(e) for e in g.events]
