@@ -466,8 +466,9 @@ def add_parser(sub) -> None:
 
 def _cmd_play(args: argparse.Namespace) -> int:
     from agents.base import agent_label, make_agent, resolve_agents
-    from arschloch_env.cli import CliError, check_support, match_seed, rules_from_args
-    from arschloch_env.records import RecordWriter
+    from arschloch_env.cli import (
+        CliError, check_support, input_paths, match_seed, open_record, rules_from_args,
+    )
 
     if args.players is None and len(args.bots) > 1 and not any(
             o.startswith("num_players=") for o in args.overrides):
@@ -492,10 +493,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
     if seed is None:
         import secrets
         seed = secrets.randbits(31)
-    try:
-        writer = RecordWriter(args.record) if args.record else None
-    except (ValueError, OSError) as exc:
-        raise CliError(f"--record {args.record}: {exc}") from None
+    writer = open_record(args.record,
+                         input_paths(args.rules, "--bots", [*specs, *filter(None, [args.hint])]))
     human = HumanAgent(hint=hint, hint_label=args.hint or "hint", labels=labels)
     print(f"Arschloch: {rules.preset}, {n} players, you are player_{args.seat}; seed {seed}. "
           f"'help' explains the input.")

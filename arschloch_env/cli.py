@@ -47,6 +47,42 @@ def check_out_dir(out: str, label: str | None = None) -> None:
     os.unlink(probe)
 
 
+def input_paths(rules: str, option: str, specs: list[str]) -> dict[str, list[str]]:
+    """The files and directories a command reads, per option: a rules file, bundles (a
+    preset or a built-in bot's name is no path, even where a file has that name)."""
+    from agents.base import BUILTIN
+
+    return {"--rules": [] if rules is None or rules in PRESETS else [str(rules)],
+            option: [s for s in specs if s not in BUILTIN]}
+
+
+def check_record_inputs(record: str, inputs: dict[str, list[str]]) -> None:
+    """Refuses a ``--record`` that would overwrite an input (``inputs`` per option: the rules
+    file, a file of a bot's bundle)."""
+    rec = Path(record).resolve()  # resolve(), not absolute(): "a/../a/x" and links alike
+    for option, paths in inputs.items():
+        for given in paths:
+            path = Path(given).resolve()
+            if rec == path or (rec.exists() and path in rec.parents):
+                what = "" if rec == path else f"{rec.name} of "
+                raise CliError(f"--record {record!r} would overwrite {what}{option} {given!r}; "
+                               f"give the record another name")
+
+
+def open_record(record: str | None, inputs: dict[str, list[str]]):
+    """The :class:`~arschloch_env.records.RecordWriter` of ``--record`` (None without one),
+    refused where it cannot be written or would overwrite an input."""
+    from arschloch_env.records import RecordWriter
+
+    if record is None:
+        return None
+    check_record_inputs(record, inputs)
+    try:
+        return RecordWriter(record)
+    except (ValueError, OSError) as exc:
+        raise CliError(f"--record {record}: {exc}") from None
+
+
 EXIT_INTERRUPTED = 130
 """The exit status after Ctrl-C: 128 + SIGINT, as a shell reports a process it stopped."""
 
@@ -148,7 +184,6 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
     from agents.base import agent_label, resolve_agents
     from agents.runner import play_match
-    from arschloch_env.records import RecordWriter
 
     rules = rules_from_args(args)
     n = rules.num_players
@@ -163,20 +198,19 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     agents = resolve_agents(specs)
     check_support(agents, specs, rules)
     labels = [agent_label(s) for s in specs]
-    try:
-        writer = RecordWriter(args.record) if args.record else None
-    except (ValueError, OSError) as exc:
-        raise CliError(f"--record {args.record}: {exc}") from None
+    writer = open_record(args.record, input_paths(args.rules, "--agents", specs))
     stats = _Summary(n)
+    interrupted = False
     try:
         for i in tqdm(range(args.matches), desc="matches", unit="match", disable=None,
                       leave=False):
             game = play_match(rules, agents, seed=match_seed(args.seed, i), match_index=i,
                               record=writer is not None, labels=labels)
-            stats.add(game)
-            if writer is not None:
+            if writer is not None:  # first, so that the summary never counts an unwritten match
                 writer.write_match(game.events)
+            stats.add(game)
     except KeyboardInterrupt:
+        interrupted = True
         print(f"interrupted after {stats.matches} match(es)", file=sys.stderr)
     finally:
         if writer is not None:
@@ -185,7 +219,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if writer is not None:
         print(f"record: {args.record} ({writer.matches} match(es))" if writer.matches else
               f"record: none written to {args.record} (no match finished)")
-    return 0
+    return EXIT_INTERRUPTED if interrupted else 0
 
 
 class _Summary:

@@ -340,3 +340,46 @@ def test_ctrl_c_exits_130_with_one_line(monkeypatch, capsys, raised, line):
     assert code == 130
     captured = capsys.readouterr()
     assert captured.err.splitlines() == [line] and captured.out == ""
+
+
+@pytest.mark.parametrize("command", ["simulate", "play"])
+def test_record_never_overwrites_an_input(tmp_path, command):
+    """simulate and play refuse a --record that is the rules file or a file of a bundle
+    they play, as tournament does."""
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("preset: culo\nrounds: 1\n")
+    bundle = tmp_path / "bot"
+    bundle.mkdir()
+    for name in ("manifest.json", "policy.onnx"):
+        (bundle / name).write_bytes((ROOT / "bots" / "ppo_vec_culo_expert" / name).read_bytes())
+    bots = "--agents" if command == "simulate" else "--bots"
+    for record, rules_arg, says in ((rules, str(rules), "would overwrite --rules"),
+                                    (bundle / "manifest.json", "culo",
+                                     f"would overwrite manifest.json of {bots}")):
+        before = record.read_bytes()
+        failed(cli(command, "--rules", rules_arg, "--players", "4", bots, str(bundle),
+                   "--record", str(record)), 2, says)
+        assert record.read_bytes() == before
+
+
+def test_simulate_ctrl_c_exits_130_with_the_record_and_summary_agreeing(tmp_path):
+    import signal
+    import time
+
+    rec = tmp_path / "games.jsonl"
+    proc = subprocess.Popen(BASE + ["simulate", "--matches", "1000000", "--set", "rounds=1",
+                                    "--record", str(rec)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    part = rec.with_name(rec.name + ".part")
+    deadline = time.time() + 60
+    while not (part.exists() and part.stat().st_size > 20000):
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < deadline, "the simulation never got going"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    interrupted = int(stderr.split("interrupted after ")[1].split()[0])
+    recorded = int(stdout.split(f"record: {rec} (")[1].split()[0])
+    assert interrupted == recorded == len([line for line in rec.read_text().splitlines()
+                                           if '"match_end"' in line])

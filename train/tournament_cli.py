@@ -7,11 +7,10 @@ import sys
 import time
 from pathlib import Path
 
-from arschloch_env.cli import (CliError, add_progress_args, add_rules_args, check_out_dir,
+from arschloch_env.cli import (EXIT_INTERRUPTED, CliError, add_progress_args, add_rules_args,
+                               check_out_dir, check_record_inputs, input_paths,
                                overrides_from_args)
 from train.files import fresh_directory
-
-EXIT_INTERRUPTED = 130
 
 
 def add_parser(sub) -> None:
@@ -57,31 +56,15 @@ def _check_record(record: str, out: str, inputs: dict[str, list[str]]) -> None:
         check_record_path(record)
     except ValueError as exc:
         raise CliError(f"--record {record}: {exc}") from None
+    check_record_inputs(record, inputs)
     # resolve(), not absolute(): "o/../o/results.json" and links name the same file
     rec, out_dir = Path(record).resolve(), Path(out).resolve()
-    for option, paths in inputs.items():
-        for given in paths:
-            path = Path(given).resolve()
-            if rec == path or (rec.exists() and path in rec.parents):
-                what = "" if rec == path else f"{rec.name} of "
-                raise CliError(f"--record {record!r} would overwrite {what}{option} {given!r}; "
-                               f"give the record another name")
     if rec == out_dir or rec in out_dir.parents:
         raise CliError(f"--record {record!r} is where --out {out!r} needs a directory; give "
                        f"the record another name")
     if rec.parent == out_dir and rec.name in FILES:
         raise CliError(f"--record {record!r} would be overwritten by the results; allowed: "
                        f"any name in --out but {', '.join(FILES)}")
-
-
-def _input_paths(args: argparse.Namespace) -> dict[str, list[str]]:
-    """The files and directories the tournament reads, per option: a rules file, bundles
-    (a preset or a built-in bot's name is no path, even where a file has that name)."""
-    from agents.base import BUILTIN
-    from arschloch_env.rules import PRESETS
-
-    return {"--rules": [] if args.rules in PRESETS else [args.rules],
-            "--bots": [b for b in args.bots if b not in BUILTIN]}
 
 
 def _cmd_tournament(args: argparse.Namespace) -> int:
@@ -92,7 +75,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     out = args.out or f"runs/tournament/{time.strftime('%Y%m%d-%H%M%S')}"
     check_out_dir(out)
     if args.record:
-        _check_record(args.record, out, _input_paths(args))
+        _check_record(args.record, out, input_paths(args.rules, "--bots", args.bots))
     try:
         res = run_tournament(args.rules, args.bots, args.deals, args.seed, args.mode,
                              args.jobs, players=args.players, seatings=args.seatings,
