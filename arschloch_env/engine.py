@@ -76,7 +76,7 @@ class Game:
         self.seed = None if seed is None else int(seed)  # a numpy int would not go to JSON
         # what the suit orders are drawn from: the seed, or without one fresh entropy (a fixed
         # stand-in would let every seat work out the others' orders)
-        self._suit_seed = (int(seed) if seed is not None
+        self._suit_seed = (self.seed if seed is not None
                            else int(np.random.SeedSequence().generate_state(1)[0]))
         self._gifts = dict(gifts or {})
         self.match_index = int(match_index)
