@@ -487,3 +487,23 @@ def test_init_from_names_a_missing_checkpoint(tmp_path):
     assert res.returncode == 2 and "holds no checkpoint" in res.stderr, res.stderr[-2000:]
     with pytest.raises(ConfigError, match="only algo ppo-vec"):
         load_config(ROOT / "configs" / "ppo_culo_4p.yaml", [f"init_from={tmp_path}"])
+
+
+def test_agent_specs_are_seated_at_their_own_shares(tmp_path):
+    """vec.mix gives every agent spec its own share of the opponent seats, not an equal split
+    of the agents' total."""
+    from arschloch_env.rules import make_rules
+    from train.league import League
+    from train.ppo_vec_seats import SnapshotPool, Table
+
+    mix = {"current": 0.5, "greedy": 0.05, "expert": 0.45}
+    pool = SnapshotPool(League(tmp_path / "league", 5))
+    pool.refresh()
+    table = Table(make_rules("culo", 4), 4, 1, mix, pool, np.random.default_rng(0), None)
+    table.take_seat_counts()
+    for _ in range(500):
+        table.seat_games(np.arange(4))
+    counts = table.take_seat_counts()
+    seats = sum(counts.values())
+    for kind, share in mix.items():
+        assert counts.get(kind, 0) / seats == pytest.approx(share, abs=0.03), kind

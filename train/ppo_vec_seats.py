@@ -185,7 +185,10 @@ class Table:
         self.policy_share = {k: mix.get(k, 0.0) / total for k in (*POLICY_KINDS, *self.files)}
         self.specs = [k for k in mix if k not in POLICY_KINDS and not is_policy_file(k)
                       and mix[k] > 0]
-        self.agent_share = sum(mix[k] for k in self.specs) / total
+        weights = np.array([mix[k] for k in self.specs], np.float64)
+        self.agent_share = weights.sum() / total
+        self.spec_share = weights / weights.sum() if len(weights) else weights
+        """Each spec's share of the agent seats: its share of the specs' total."""
         for spec in self.specs:
             make_agent(spec)  # fail on a bad spec before any game
         self.encoder = Encoder(self.vg.R)
@@ -225,7 +228,8 @@ class Table:
         agent_game = rng.random(k) < self.agent_share
         if agent_game.any():
             kind[agent_game] = AGENT
-            which[agent_game] = rng.integers(len(self.specs), size=(int(agent_game.sum()), n))
+            which[agent_game] = rng.choice(len(self.specs), size=(int(agent_game.sum()), n),
+                                           p=self.spec_share)
         learner = rng.integers(n, size=k)
         kind[np.arange(k), learner] = LEARNER
         self.kind[games], self.which[games] = kind, which
