@@ -255,6 +255,9 @@ def test_shipped_ppo_vec_configs_load(monkeypatch):
     ("vec.bogus=1", "unknown config key(s) vec.bogus"),
     ("vec.num_games=0", "vec.num_games"),
     ("vec.mix={current: -1}", "vec.mix"),
+    ("vec.mix={current: 1, greedy: .inf}", "vec.mix: {'current': 1.0, 'greedy': inf} needs "
+                                           "finite non-negative shares"),
+    ("league.mix={current: .inf}", "league.mix"),
     ("algo=ppo-fast", "algo"),
     ("ppo.lr_final=fast", "ppo.lr_final: expected a number"),
     ("ppo.lr_final=-1", "ppo.lr_final"),

@@ -294,6 +294,13 @@ def apply_override(data: dict[str, Any], text: str) -> None:
         raise ConfigError(f"--set {text!r}: cannot parse the value: {exc}") from None
 
 
+def check_mix(key: str, mix: dict[str, float]) -> None:
+    """Shares of opponent kinds: finite, non-negative, with a positive sum."""
+    shares = list(mix.values())
+    if not shares or not all(math.isfinite(w) and w >= 0 for w in shares) or sum(shares) <= 0:
+        raise ConfigError(f"{key}: {mix} needs finite non-negative shares with a positive sum")
+
+
 def validate(cfg: TrainConfig) -> None:
     from arschloch_env.rules import make_rules
 
@@ -310,9 +317,7 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(f"ppo.activation: {cfg.ppo.activation!r}; allowed: tanh, relu")
     if not cfg.ppo.net_arch or any(h < 1 for h in cfg.ppo.net_arch):
         raise ConfigError(f"ppo.net_arch: {cfg.ppo.net_arch} must be positive layer sizes")
-    mix = cfg.league.mix
-    if not mix or any(w < 0 for w in mix.values()) or sum(mix.values()) <= 0:
-        raise ConfigError(f"league.mix: {mix} needs non-negative shares with a positive sum")
+    check_mix("league.mix", cfg.league.mix)
     v = cfg.vec
     if v.rollout_steps < 2 * max(cfg.players):
         raise ConfigError(f"vec.rollout_steps: {v.rollout_steps} is too short for tables of "
@@ -321,8 +326,7 @@ def validate(cfg: TrainConfig) -> None:
     if v.num_games < len(cfg.players):
         raise ConfigError(f"vec.num_games: {v.num_games} is fewer than one game per table "
                           f"size of players {cfg.players}")
-    if not v.mix or any(w < 0 for w in v.mix.values()) or sum(v.mix.values()) <= 0:
-        raise ConfigError(f"vec.mix: {v.mix} needs non-negative shares with a positive sum")
+    check_mix("vec.mix", v.mix)
     if cfg.algo == "ppo-vec":
         decks = {tuple(make_rules(cfg.rules, n, **cfg.rules_overrides).rank_order)
                  for n in cfg.players}
