@@ -510,3 +510,18 @@ def test_agent_specs_are_seated_at_their_own_shares(tmp_path):
     seats = sum(counts.values())
     for kind, share in mix.items():
         assert counts.get(kind, 0) / seats == pytest.approx(share, abs=0.03), kind
+
+
+def test_resume_from_a_damaged_checkpoint_names_it(small_run, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run)
+    latest = json.loads((run / "latest.json").read_text())
+    (run / latest["checkpoint"]).write_bytes(b"garbage")
+    res = cli("train", "--run-dir", str(run), "--resume", "--no-progress", "--set",
+              f"total_steps={latest['steps'] + 10000}")
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert (f"--resume: {run / latest['checkpoint']}: cannot be loaded (damaged, or not a "
+            f"ppo-vec checkpoint: UnpicklingError)") in res.stderr
+    assert "Traceback" not in res.stderr

@@ -809,3 +809,17 @@ def test_resume_after_an_attempt_that_went_on_keeps_one_history(tmp_path, algo):
     late = [e for tag in acc.Tags()["scalars"] for e in acc.Scalars(tag) if e.step > mid]
     assert late and all(e.wall_time >= resumed_at for e in late)
     assert any(e.step <= mid for tag in acc.Tags()["scalars"] for e in acc.Scalars(tag))
+
+
+def test_resume_from_a_damaged_checkpoint_names_it(smoke_run, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(smoke_run, run)
+    latest = json.loads((run / "latest.json").read_text())
+    (run / latest["checkpoint"]).write_bytes(b"garbage")
+    res = cli("train", "--run-dir", run, "--resume", "--no-progress", "--set",
+              f"total_steps={latest['steps'] + 2048}")
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert f"--resume: {run / latest['checkpoint']} cannot be loaded" in res.stderr
+    assert "Traceback" not in res.stderr

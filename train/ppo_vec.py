@@ -449,7 +449,10 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     if resume:
         latest = read_latest(run.root)
         meta = read_run_json(run.root / latest["meta"])
-        state = load_checkpoint(run.root / latest["checkpoint"])
+        try:
+            state = load_checkpoint(run.root / latest["checkpoint"])
+        except ValueError as exc:
+            raise ConfigError(f"--resume: {exc}") from None
         run.write_config(cfg)
     else:
         if cfg.init_from is not None:

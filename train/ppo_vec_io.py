@@ -65,7 +65,9 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     try:
         data = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - a damaged file raises many kinds of errors
-        raise ValueError(f"{path}: cannot be loaded ({exc})") from None
+        # torch's own message is long and advises unsafe loading: name the error only
+        raise ValueError(f"{path}: cannot be loaded (damaged, or not a ppo-vec checkpoint: "
+                         f"{type(exc).__name__})") from None
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"{path}: not a ppo-vec checkpoint")
     if data.get("version") != CHECKPOINT_VERSION:

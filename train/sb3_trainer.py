@@ -357,9 +357,13 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
     if meta is None:
         model = make_model(cfg, envs, run.tb)
     else:
-        model = MaskablePPO.load(str(run.root / latest["checkpoint"]),
-                                 env=envs, device=cfg.device,
-                                 custom_objects={"tensorboard_log": str(run.tb)})
+        checkpoint = run.root / latest["checkpoint"]
+        try:
+            model = MaskablePPO.load(str(checkpoint), env=envs, device=cfg.device,
+                                     custom_objects={"tensorboard_log": str(run.tb)})
+        except Exception as exc:  # noqa: BLE001 - a damaged zip raises many kinds of errors
+            envs.close()
+            raise ConfigError(f"--resume: {checkpoint} cannot be loaded ({exc})") from None
     model.lr_schedule = lr_schedule(cfg)  # the config's, also when it changed for the resume
     if meta is not None:  # SB3 keeps a logger set here: learn() makes none of its own
         model.set_logger(resumed_logger(
