@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from arschloch_env.engine import GIVE, LAY, PLAY, TAKE, Game
-from arschloch_env.observation import Encoder
+from arschloch_env.observation import Encoder, Layout
 from arschloch_env.rules import make_rules
 
 from agents.expert import DEFAULT, ctx_from_knowledge, decide, game_policy
@@ -71,9 +71,15 @@ def build_world(template: Game, k: Knowledge, hands: dict[int, list[int]],
     g.passed = list(k.view["passed"])
     g.passes = sum(g.passed)
     g.plays = []
+    # what the seat's own observation shows, so that a policy playing it in the playouts
+    # sees what it would see in the real game (only their number of revealed cards is known)
     g.revealed = [0] * n
+    g.revealed[k.seat] = (1 << k.revealed_count) - 1
     g.given = [[0] * R for _ in range(n)]
     g.received = [[0] * R for _ in range(n)]
+    g.given[k.seat] = deck.masks(deck.ids(k.view["given"]))
+    g.received[k.seat] = deck.masks(deck.ids(k.view["received"]))
+    g.titles = list(k.titles)
     g.face_down = deck.masks(list(face_down) + sorted(k.laid_known))
     g.face_up = deck.masks(k.face_up)
     played = deck.counts(k.played)
@@ -84,7 +90,7 @@ def build_world(template: Game, k: Knowledge, hands: dict[int, list[int]],
     g.gone = gone
     g._recompute_top_alive()
     g.round, g.rounds_done, g.round_places = 1, 0, []
-    g.totals = [0] * n
+    g.totals = list(k.view["totals"])
     g.last_places = g.last_points = g.winners = None
     g.current = k.seat
     g.phase = k.phase
@@ -180,6 +186,7 @@ class MCAgent:
         self._template: Game | None = None
         self._rules_key = None
         self._encoder: Encoder | None = None
+        self._progress: tuple[slice, np.ndarray] | None = None
 
     def reset(self, rules: dict, seat: int, seed: int | None = None) -> None:
         self.knowledge.reset(rules, seat)
@@ -215,9 +222,13 @@ class MCAgent:
         return [int(a) for a in legal[np.argsort(-logits[0][legal], kind="stable")]]
 
     def policy_move(self, g: Game) -> int:
-        """The policy's move in a playout (the seat to act in ``g``)."""
-        mask = g.legal_mask()
-        return self.policy_order(self._encoder.observe(g, g.current), mask)[0]
+        """The policy's move in a playout (the seat to act in ``g``), on the observation it
+        would have in the real game: a world's match ends with its round, so its match
+        progress is the real one's, which is the same all round."""
+        observation = self._encoder.observe(g, g.current)
+        where, progress = self._progress
+        observation[where] = progress
+        return self.policy_order(observation, g.legal_mask())[0]
 
     def act(self, observation: dict, view: dict | None) -> int:
         k = self.knowledge.update(view, observation)
@@ -226,6 +237,8 @@ class MCAgent:
         if len(legal) == 1:
             choice = legal[0]
         elif self.policy is not None:
+            where = Layout(k.R).slices["match_progress"]
+            self._progress = where, observation["observation"][where].copy()
             cands = self.policy_order(observation["observation"], mask)[:self.top_k]
             choice = self.search(k, cands, cands[0]) if len(cands) > 1 else cands[0]
         else:

@@ -188,3 +188,76 @@ def test_note_action_remembers_the_card_the_engine_moves():
                 assert [k.deck.names[c] for c in k.laid] == [swap["lay"]]
                 swaps += 1
     assert swaps >= 50
+
+
+@pytest.mark.parametrize("preset,n", [("culo", 4), ("culo", 5), ("tavern", 4),
+                                      ("culo-points", 4)])
+def test_a_world_shows_the_searching_seat_its_own_observation(preset, n):
+    """A policy that plays its seat in mc's playouts must see there what it sees in the real
+    game: every slice of the seat's observation of a sampled world is the real one, but for
+    the match progress (a world's match ends with its round), which MCAgent puts back."""
+    from arschloch_env.observation import Layout
+
+    rules = make_rules(preset, num_players=n)
+    template = _world_template(rules)
+    progress = Layout(rules.num_ranks).slices["match_progress"]
+    for seed in range(2):
+        g = Game(rules, seed=seed, auto_pass=True)
+        enc, world_enc = Encoder(g.R), Encoder(g.R)
+        knowledge = [Knowledge() for _ in range(n)]
+        for i, k in enumerate(knowledge):
+            k.reset(rules, i)
+        agent = GreedyAgent()
+        agent.reset(rules.to_dict(), 0)
+        rng = np.random.default_rng(seed)
+        while not g.is_over:
+            s = g.current
+            obs, view = observation_of(g, enc, s), public_view(g, s)
+            k = knowledge[s].update(view, obs)
+            if g.phase == "play":
+                world = build_world(template, k, *k.sample(rng))
+                seen = world_enc.observe(world, s)
+                seen[progress] = obs["observation"][progress]
+                assert np.array_equal(seen, obs["observation"]), (preset, seed, g.round)
+            a = agent.act(obs, view)
+            k.note_action(a)
+            g.step(a)
+
+
+class _Recorder:
+    """A stand-in policy: uniform logits; keeps every observation it is shown."""
+    name = "recorder"
+
+    def __init__(self):
+        self.seen = []
+
+    def reset(self, rules, seat, seed=None):
+        pass
+
+    def policy(self, observations, masks):
+        self.seen.extend(np.array(observations, np.float32))
+        return np.zeros(len(masks), np.int64), np.zeros(np.shape(masks), np.float32)
+
+
+def test_mc_over_a_policy_shows_it_the_real_match_progress():
+    from agents.mc import MCAgent
+    from agents.runner import play_match
+    from arschloch_env.observation import Layout
+
+    recorder = _Recorder()
+    mc = MCAgent(budget=4, min_worlds=2, policy=recorder, top_k=2)
+    original = mc.act
+    where = Layout(8).slices["match_progress"]
+    progresses = set()
+
+    def act(observation, view):
+        recorder.seen.clear()
+        choice = original(observation, view)
+        real = observation["observation"][where]
+        assert all(np.array_equal(o[where], real) for o in recorder.seen)
+        progresses.add(tuple(real))
+        return choice
+
+    mc.act = act
+    play_match(make_rules("culo", 4, rounds=3), [mc, "greedy", "greedy", "greedy"], seed=1)
+    assert len(progresses) == 3  # one per round
