@@ -322,7 +322,7 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
             pg_loss = torch.max(-a * ratio,
                                 -a * ratio.clamp(1 - p.clip_range, 1 + p.clip_range)).mean()
             c = take(critic_in) if nets.critic_state else x
-            v_loss = 0.5 * ((nets.critic(c)[:, 0] - take(returns)) ** 2).mean()
+            v_loss = ((nets.critic(c)[:, 0] - take(returns)) ** 2).mean()  # SB3's, unhalved
             loss = pg_loss - p.ent_coef * entropy + p.vf_coef * v_loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -330,7 +330,7 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
             optimizer.step()
             with torch.no_grad():  # named and signed as SB3's PPO logs them
                 stats["policy_gradient_loss"].append(float(pg_loss))
-                stats["value_loss"].append(float(2 * v_loss))  # the mean squared error
+                stats["value_loss"].append(float(v_loss))
                 stats["entropy_loss"].append(-float(entropy))
                 stats["loss"].append(float(loss))
                 stats["approx_kl"].append(float(((ratio - 1) - log_ratio).mean()))
