@@ -823,3 +823,37 @@ def test_resume_from_a_damaged_checkpoint_names_it(smoke_run, tmp_path):
     assert res.returncode == 2, res.stderr[-2000:]
     assert f"--resume: {run / latest['checkpoint']} cannot be loaded" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_resume_seats_the_checkpoints_weights_as_current(smoke_run, tmp_path, monkeypatch):
+    """league/current.npz may hold the weights of an attempt that went on past its last
+    checkpoint: the resumed run's first episodes must play the checkpoint's weights."""
+    import shutil
+
+    import train.league as league
+    from agents.mlp import MLP
+    from sb3_contrib import MaskablePPO
+    from train.export import policy_mlp
+    from train.sb3_trainer import load_run_config, train
+
+    run = tmp_path / "run"
+    shutil.copytree(smoke_run, run)
+    latest = json.loads((run / "latest.json").read_text())
+    checkpoint = policy_mlp(MaskablePPO.load(str(run / latest["checkpoint"]), device="cpu"))
+    later = MLP.load(run / "league" / "current.npz")
+    later.layers[0][0][:] += 1.0  # what a later attempt would have left
+    later.save(run / "league" / "current.npz")
+    seen = []
+    refresh = league.LeagueSampler._refresh
+
+    def spy(self):
+        refresh(self)
+        if self._current is not None and not seen:
+            seen.append(np.array_equal(self._current.layers[0][0], checkpoint.layers[0][0]))
+
+    monkeypatch.setattr(league.LeagueSampler, "_refresh", spy)
+    config = run / "config.yaml"  # envs in this process, where the spy sees them
+    config.write_text(config.read_text().replace("subproc: true", "subproc: false"))
+    cfg = load_run_config(run, [f"total_steps={latest['steps'] + 1}", "eval.every=1000000000"])
+    train(cfg, run, resume=True, progress=False)
+    assert seen == [True]

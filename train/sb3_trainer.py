@@ -337,6 +337,7 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
     from stable_baselines3.common.utils import get_latest_run_id
 
     from train.callbacks import TrainingLoop
+    from train.export import policy_mlp
 
     meta: dict[str, Any] | None = None
     if resume:
@@ -364,6 +365,9 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
         except Exception as exc:  # noqa: BLE001 - a damaged zip raises many kinds of errors
             envs.close()
             raise ConfigError(f"--resume: {checkpoint} cannot be loaded ({exc})") from None
+        # the league's current weights may be those of an attempt that went on past the
+        # checkpoint; the first episodes, drawn before training starts, must not play them
+        league.update_current(policy_mlp(model))
     model.lr_schedule = lr_schedule(cfg)  # the config's, also when it changed for the resume
     if meta is not None:  # SB3 keeps a logger set here: learn() makes none of its own
         model.set_logger(resumed_logger(
