@@ -857,3 +857,18 @@ def test_resume_seats_the_checkpoints_weights_as_current(smoke_run, tmp_path, mo
     cfg = load_run_config(run, [f"total_steps={latest['steps'] + 1}", "eval.every=1000000000"])
     train(cfg, run, resume=True, progress=False)
     assert seen == [True]
+
+
+def test_output_paths_that_cannot_be_written_are_refused_first(tmp_path, smoke_run):
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "adir").mkdir()
+    for args, says in (
+            (["train", "--config", SMOKE, "--run-dir", tmp_path / "afile"], "is a file"),
+            (["train", "--config", SMOKE, "--run-dir", tmp_path / "afile" / "sub"],
+             "is not a writable directory"),
+            (["curves", smoke_run, "--out", tmp_path / "adir"], "is a directory; give the PNG"),
+    ):
+        res = cli(*args)
+        assert res.returncode == 2 and says in res.stderr, res.stderr[-2000:]
+        assert "Traceback" not in res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "afile"]

@@ -62,6 +62,10 @@ def add_curves_parser(sub) -> None:
 
 def _cmd_curves(args: argparse.Namespace) -> int:
     from train.curves import plot_learning_curves
+    if Path(args.out).is_dir():
+        raise CliError(f"--out {args.out!r} is a directory; give the PNG file to write, e.g. "
+                       f"{Path(args.out) / 'curves.png'}")
+    check_out_dir(str(Path(args.out).parent), f"the folder of --out {args.out!r}")
     try:
         out = plot_learning_curves(args.run_dir, args.out)
     except FileNotFoundError as exc:
@@ -88,6 +92,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise CliError(str(exc)) from None
     run_dir = args.run_dir or f"runs/{Path(args.config).stem}-seed{cfg.seed}"
+    check_out_dir(run_dir, f"--run-dir {run_dir!r}")
     try:
         final = train(cfg, run_dir, resume=args.resume, progress=args.progress)
     except ConfigError as exc:
