@@ -301,8 +301,11 @@ def test_tensorboard_has_the_sb3_trainers_scalars(small_run):
     tags = set(acc.Tags()["scalars"])
     for tag in ("eval/vs_random/rank_points", "eval/vs_random/ci_low", "charts/samples_per_s",
                 "charts/illegal_actions", "league/pool_size", "league/share/current",
-                "league/share/expert", "rollout/ep_rew_mean", *SB3_SCALARS):
+                "league/share/expert", "rollout/ep_rew_mean", "rollout/ep_len_mean",
+                *SB3_SCALARS):
         assert tag in tags, tags
+    # a culo match of 4 players has at least 5 rounds of at least one decision each
+    assert all(e.value >= 5 for e in acc.Scalars("rollout/ep_len_mean"))
     assert all(e.value <= 0 for e in acc.Scalars("train/entropy_loss"))  # SB3's sign
     assert all(e.value == 0 for e in acc.Scalars("charts/illegal_actions"))
     assert "config/text_summary" in acc.Tags()["tensors"]

@@ -44,10 +44,11 @@ so the shipped network is small (see the configs).
 Run directory: as the SB3 trainer's (:mod:`train.sb3_trainer`), with ``.pt`` checkpoints
 (:mod:`train.ppo_vec_io`); TensorBoard under ``tb/ppo_vec_1``: ``charts/samples_per_s``
 (collect + update), ``charts/illegal_actions``, ``league/share/<kind>`` (share of the seats
-drawn since the last rollout), ``league/pool_size``, ``eval/vs_<field>/...``, ``rollout/ep_rew_mean`` (the
-learner seat's match return), and the update's ``train/*`` and ``time/fps`` under SB3's names
-and signs (``train/entropy_loss`` is minus the entropy, ``train/value_loss`` the critic's mean
-squared error), so that both trainers' runs read alike in TensorBoard.
+drawn since the last rollout), ``league/pool_size``, ``eval/vs_<field>/...``,
+``rollout/ep_rew_mean`` and ``rollout/ep_len_mean`` (the learner seat's match return and
+decisions), and the update's ``train/*`` and ``time/fps`` under SB3's names and signs
+(``train/entropy_loss`` is minus the entropy, ``train/value_loss`` the critic's mean squared
+error), so that both trainers' runs read alike in TensorBoard.
 """
 
 from __future__ import annotations
@@ -218,12 +219,13 @@ def collect_rollout(tables: list[Table], nets: Nets, buf: Rollout, generator,
         x = table.vg.state() if nets.critic_state else table.obs
         buf.end_seat[c] = np.where(trained, seat, -1)
         buf.end_value[c] = critic_values(nets, x, device)
-    returns = np.concatenate([table.take_finished() for table in tables])
+    returns, lengths = map(np.concatenate, zip(*[table.take_finished() for table in tables]))
     seats: dict[str, int] = {}
     for table in tables:
         for kind, count in table.take_seat_counts().items():
             seats[kind] = seats.get(kind, 0) + count
-    return {"illegal": illegal, "match_returns": returns, "seats": seats}
+    return {"illegal": illegal, "match_returns": returns, "match_lengths": lengths,
+            "seats": seats}
 
 
 # -- advantages -------------------------------------------------------------------------------

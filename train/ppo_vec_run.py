@@ -66,6 +66,7 @@ class Bookkeeper:
                      steps)
         if len(stats["match_returns"]):
             w.add_scalar("rollout/ep_rew_mean", float(np.mean(stats["match_returns"])), steps)
+            w.add_scalar("rollout/ep_len_mean", float(np.mean(stats["match_lengths"])), steps)
         total = sum(stats["seats"].values())
         for kind, count in stats["seats"].items():
             if total:

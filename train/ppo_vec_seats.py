@@ -198,7 +198,8 @@ class Table:
         self.mirrors: dict[int, Game] = {}         # game -> reference game (view agents)
         self.seat_counts: dict[str, int] = {}
         self.returns = np.zeros((num_games, self.n), np.float64)
-        self.finished: list[np.ndarray] = []       # the learner seat's return per match
+        self.decisions = np.zeros(num_games, np.int64)  # the learner's, this match
+        self.finished: list[tuple[np.ndarray, np.ndarray]] = []  # per match: return, decisions
         self.obs, self.mask = self.vg.reset()
         self.seat_games(np.arange(num_games))
 
@@ -302,6 +303,7 @@ class Table:
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Steps the games (and the mirrors), re-seats the games whose match ended; returns
         ``(rewards [B, n], done [B])``."""
+        self.decisions += self.acting_kind(self.seat) == LEARNER
         self.obs, self.mask, rewards, done = self.vg.step(actions)
         for g, game in self.mirrors.items():
             game.step(int(actions[g]))
@@ -311,8 +313,9 @@ class Table:
         if done.any():
             games = np.flatnonzero(done)
             learner = np.argmax(self.kind[games] == LEARNER, axis=1)
-            self.finished.append(self.returns[games, learner])
+            self.finished.append((self.returns[games, learner], self.decisions[games]))
             self.returns[games] = 0.0
+            self.decisions[games] = 0
             self.seat_games(games)
         return rewards, done
 
@@ -329,11 +332,12 @@ class Table:
             raise AssertionError(f"game {g}: the mirror reference game left the vector "
                                  f"engine (seat {game.current} vs {seat})")
 
-    def take_finished(self) -> np.ndarray:
-        """The learner seat's return of every match finished since the last call."""
-        out = np.concatenate(self.finished) if self.finished else np.zeros(0)
-        self.finished = []
-        return out
+    def take_finished(self) -> tuple[np.ndarray, np.ndarray]:
+        """The learner seat's return and number of decisions in every match finished since
+        the last call."""
+        done, self.finished = self.finished, []
+        return (np.concatenate([r for r, _ in done]) if done else np.zeros(0),
+                np.concatenate([d for _, d in done]) if done else np.zeros(0, np.int64))
 
     def take_seat_counts(self) -> dict[str, int]:
         counts, self.seat_counts = self.seat_counts, {}
