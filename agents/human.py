@@ -164,6 +164,8 @@ def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
         # otherwise it names the rank: read it as cards below
     tokens = [t for t in re.split(r"[\s,]+", raw) if t]
     if tokens and tokens[0] in ("give", "take", "lay", "play"):
+        if tokens[0] != phase:  # a typed verb is a promise: lay is not take
+            raise MoveError(f"'{tokens[0]}' is not a move now: {_phase_hint(view)}")
         tokens = tokens[1:]
     if tokens in (["pass"], ["p"]):
         if phase != "play":
@@ -467,11 +469,13 @@ def add_parser(sub) -> None:
 def _cmd_play(args: argparse.Namespace) -> int:
     from agents.base import agent_label, make_agent, resolve_agents
     from arschloch_env.cli import (
-        CliError, check_support, input_paths, match_seed, open_record, rules_from_args,
+        CliError, check_support, input_paths, match_seed, open_record, overrides_from_args,
+        rules_from_args,
     )
+    from arschloch_env.rules import names_num_players
 
-    if args.players is None and len(args.bots) > 1 and not any(
-            o.startswith("num_players=") for o in args.overrides):
+    if args.players is None and len(args.bots) > 1 and not names_num_players(
+            args.rules, overrides_from_args(args)):
         args.players = len(args.bots) + 1
     rules = rules_from_args(args)
     n = rules.num_players

@@ -327,6 +327,21 @@ def make_rules(rules: "Rules | str | dict | None" = "culo", num_players: int | N
     raise RulesError(f"rules: expected a preset name, a dict or a file, got {type(rules).__name__}")
 
 
+def names_num_players(rules: "Rules | str | dict | None", overrides: dict[str, Any]) -> bool:
+    """Whether the rules (a Rules object, a dict, a rules file) or the overrides name the
+    table size themselves, which a count of the players given must then not override."""
+    if "num_players" in overrides or isinstance(rules, Rules):
+        return True
+    if isinstance(rules, dict):
+        return "num_players" in rules
+    if isinstance(rules, (str, Path)) and str(rules) not in PRESETS:
+        try:
+            return "num_players" in load_rules_file(rules)
+        except RulesError:
+            return False
+    return False
+
+
 def load_rules_file(path: str | Path) -> dict[str, Any]:
     """Reads a rules mapping from a YAML or JSON file."""
     p = Path(path)

@@ -194,6 +194,26 @@ def test_every_listed_move_reads_back_as_typed_in_every_phase():
             g.step(bot.act({"action_mask": g.legal_mask()}, None))
 
 
+def test_a_typed_verb_must_name_the_phase():
+    """'take 7d' in the lay phase must not lay the 7D face down: a verb is part of the move."""
+    rng = random.Random(5)
+    checked = set()
+    for _ in range(40):
+        rules = odd_rules(rng)
+        g = Game(rules, seed=rng.randrange(10 ** 6), auto_pass=True)
+        bot = RandomAgent(0)
+        while not g.is_over:
+            view = public_view(g, g.current)
+            pool = view["face_up"] if view["phase"] == "take" else view["hand"]
+            for verb in ("give", "take", "lay", "play"):
+                if verb != view["phase"] and pool:
+                    with pytest.raises(MoveError, match=f"'{verb}' is not a move now"):
+                        parse_move(f"{verb} {pool[0].lower()}", view)
+                    checked.add(view["phase"])
+            g.step(bot.act({"action_mask": g.legal_mask()}, None))
+    assert checked == {"play", "give", "take", "lay"}
+
+
 # -- the endgame search against the engine ----------------------------------------------------
 
 def _race(rules, mine, other, table=(-1, 0), table_seat=-1, mover=0, other_passed=False):

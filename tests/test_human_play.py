@@ -318,3 +318,15 @@ def test_hint_learns_the_very_card_the_player_laid():
     obs = observation_of(game, Encoder(game.R), view["seat"])
     assert human.choose(view, obs) == (move["id"], [card])
     assert [hint.knowledge.deck.names[c] for c in hint.knowledge.laid] == [card]
+
+
+def test_play_keeps_the_table_size_of_a_rules_file(tmp_path, capsys):
+    """Counting the seats from --bots must not override a rules file that names its table
+    size (as tournament does not)."""
+    from arschloch_env.cli import main as cli_main
+
+    rules = tmp_path / "five.json"
+    rules.write_text(json.dumps({"preset": "culo", "num_players": 5}))
+    assert cli_main(["play", "--rules", str(rules), "--bots", "random", "random",
+                     "random"]) == 2
+    assert "3 bot(s) for the 4 other seats" in capsys.readouterr().err

@@ -58,9 +58,7 @@ from typing import Any, Callable, Sequence
 from agents.base import AgentSpecError, agent_label, make_agent
 from agents.runner import play_match
 from arschloch_env.cli import match_seed, progress_bar, support_detail
-from arschloch_env.rules import (
-    PRESETS, Rules, RulesError, is_integer, load_rules_file, make_rules,
-)
+from arschloch_env.rules import Rules, RulesError, is_integer, make_rules, names_num_players
 from train.stats import Estimate, mean_ci, openskill_ratings, paired_diff
 
 MODES = ("duplicate", "session")
@@ -430,20 +428,6 @@ def _check_int(name: str, value: Any, low: int) -> int:
     return value
 
 
-def _fixes_players(rules: Any, overrides: dict) -> bool:
-    """Whether the rules or overrides name the table size themselves."""
-    if "num_players" in overrides or isinstance(rules, Rules):
-        return True
-    if isinstance(rules, dict):
-        return "num_players" in rules
-    if isinstance(rules, (str, Path)) and str(rules) not in PRESETS:
-        try:
-            return "num_players" in load_rules_file(rules)
-        except RulesError:
-            return False
-    return False
-
-
 def _make_rules(rules: Any, players: int | None, overrides: dict, specs: int) -> Rules:
     """The rules of the tournament; the table size is the number of specs when one is given
     per seat and nothing else names it.
@@ -454,7 +438,7 @@ def _make_rules(rules: Any, players: int | None, overrides: dict, specs: int) ->
     """
     if players is not None:
         players = _as_int("players", players)  # the rules name the allowed range
-    counted = players is None and specs > 2 and not _fixes_players(rules, overrides)
+    counted = players is None and specs > 2 and not names_num_players(rules, overrides)
     if counted:
         players = specs
     try:
