@@ -5,3 +5,23 @@ from hypothesis import settings
 settings.register_profile("ci", max_examples=60, deadline=None)
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def interrupt_while_recording(argv: list[str], record, **popen) -> tuple[int, str, str]:
+    """Runs a command that writes ``record``, sends it Ctrl-C (SIGINT) once it has written
+    some matches, and returns its exit status, stdout and stderr."""
+    import signal
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            **popen)
+    part = record.with_name(record.name + ".part")
+    deadline = time.time() + 60
+    while not (part.exists() and part.stat().st_size > 20000):
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < deadline, f"{argv[1]} never got going"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    return proc.returncode, stdout, stderr

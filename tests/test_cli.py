@@ -363,22 +363,13 @@ def test_record_never_overwrites_an_input(tmp_path, command):
 
 
 def test_simulate_ctrl_c_exits_130_with_the_record_and_summary_agreeing(tmp_path):
-    import signal
-    import time
+    from conftest import interrupt_while_recording
 
     rec = tmp_path / "games.jsonl"
-    proc = subprocess.Popen(BASE + ["simulate", "--matches", "1000000", "--set", "rounds=1",
-                                    "--record", str(rec)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    part = rec.with_name(rec.name + ".part")
-    deadline = time.time() + 60
-    while not (part.exists() and part.stat().st_size > 20000):
-        assert proc.poll() is None, proc.communicate()
-        assert time.time() < deadline, "the simulation never got going"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    code, stdout, stderr = interrupt_while_recording(
+        BASE + ["simulate", "--matches", "1000000", "--set", "rounds=1", "--record", str(rec)],
+        rec, cwd=ROOT)
+    assert code == 130 and "Traceback" not in stderr, stderr
     interrupted = int(stderr.split("interrupted after ")[1].split()[0])
     recorded = int(stdout.split(f"record: {rec} (")[1].split()[0])
     assert interrupted == recorded == len([line for line in rec.read_text().splitlines()

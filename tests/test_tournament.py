@@ -4,10 +4,8 @@ Ctrl-C, and records that replay."""
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -290,20 +288,14 @@ def test_no_record_file_when_no_game_finished(tmp_path, jobs):
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path):
+    from conftest import interrupt_while_recording
+
     out, rec = tmp_path / "out", tmp_path / "games.jsonl"
-    proc = subprocess.Popen(
+    code, stdout, stderr = interrupt_while_recording(
         [EXE, "tournament", "--bots", LOWEST, "random", "--deals", "100000", "--seed", "1",
          "--jobs", "2", "--out", str(out), "--record", str(rec), "--no-plots"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT)
-    part = rec.with_name(rec.name + ".part")
-    deadline = time.time() + 60
-    while not (part.exists() and part.stat().st_size > 20000):
-        assert proc.poll() is None, proc.communicate()
-        assert time.time() < deadline, "the tournament never got going"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
+        rec, env=_env(), cwd=ROOT)
+    assert code == 130, stderr
     assert "interrupted" in stderr and "partial results written" in stderr
     assert "Traceback" not in stderr
     assert "INTERRUPTED" in stdout
@@ -311,7 +303,7 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path):
     assert data["complete"] is False and 0 < data["deals_done"] < 100000
     assert data["run"]["interrupted"] is True
     assert data["metrics"][LOWEST]["score"]["n"] == data["deals_done"]
-    assert not part.exists() and rec.exists()
+    assert not rec.with_name(rec.name + ".part").exists() and rec.exists()
     assert cli_main(["replay", "--quiet", str(rec)]) == 0
     assert data["run"]["record_matches"] == 4 * data["deals_done"]
 
