@@ -251,7 +251,10 @@ def splitmix(r):
 
 # -- the compiled-code cache ------------------------------------------------------------------
 
-KERNEL_MODULES = ("vector_state", "vector_rng", "vector_obs", "vector_round", "vector_kernels")
+KERNEL_MODULES = ("vector_state", "vector_rng", "vector_obs", "vector_round", "vector_kernels",
+                  "cards")
+"""The modules the kernels are compiled from (``cards``: the suit orders, jitted in
+``vector_round`` and ``vector_state``)."""
 
 
 def _drop_stale_cache(dispatcher) -> None:

@@ -593,3 +593,20 @@ def test_vec_env_skips_a_match_without_a_learner_decision():
             assert ret[i] == infos[i]["totals"][infos[i]["seat"]]
             ret[i], episodes = 0.0, episodes + 1
     assert skipped > 0 and episodes > 1000
+
+
+def test_the_kernel_cache_stamp_covers_every_jitted_source():
+    """Numba checks a cached kernel against its own file only: the stamp that drops the cache
+    must hash every module whose functions the kernels compile, ``cards`` (the suit orders)
+    included, or an edit there would leave the batched engine on the old code."""
+    import re
+
+    from arschloch_env.vector_rng import KERNEL_MODULES
+
+    here = Path(__file__).resolve().parents[1] / "arschloch_env"
+    jitted = set()
+    for name in KERNEL_MODULES:
+        if (here / f"{name}.py").is_file():
+            jitted |= set(re.findall(r"njit\(\*\*JIT\)\((\w+)\.", (here / f"{name}.py")
+                                     .read_text()))
+    assert jitted and jitted <= set(KERNEL_MODULES), jitted - set(KERNEL_MODULES)
