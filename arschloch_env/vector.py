@@ -120,13 +120,13 @@ class VectorGame:
         if reward not in REWARD_MODES:
             raise ValueError(f"reward {reward!r} is not supported; allowed: "
                              f"{', '.join(REWARD_MODES)}")
-        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        if not is_integer(threads) or threads < 1:
             raise ValueError(f"threads {threads!r}: must be an integer >= 1")
         self.num_games = B = int(num_games)
         self.n = n = r.num_players
         self.R = R = r.num_ranks
         self.reward_mode = reward
-        self.threads = threads
+        self.threads = threads = int(threads)
         self.codec = ActionCodec(r.rank_order)
         self.num_actions = self.codec.size
         self.layout = Layout(R)
@@ -137,6 +137,7 @@ class VectorGame:
         self._set_seeds(seed)
         self._setup_records(record_path, record_games)
         self._started = False
+        self._closed = False
         self._obs = np.zeros((B, self.obs_size), np.float32)
         self._mask = np.zeros((B, self.num_actions), np.int8)
         self._zero_rew = np.zeros((B, n), np.float32)
@@ -207,7 +208,14 @@ class VectorGame:
 
     def _setup_records(self, record_path, record_games) -> None:
         B = self.num_games
-        games = [int(g) for g in record_games]
+        try:
+            games = None if isinstance(record_games, (str, bytes)) else list(record_games)
+        except TypeError:  # not iterable
+            games = None
+        if games is None or not all(is_integer(g) for g in games):
+            raise ValueError(f"record_games {record_games!r:.80}: must be a list of game "
+                             f"indices (integers 0..{B - 1})")
+        games = [int(g) for g in games]
         if games and record_path is None:
             raise ValueError("record_games given without record_path; give the file to write")
         bad = [g for g in games if not 0 <= g < B]
@@ -244,6 +252,7 @@ class VectorGame:
         Returns:
             ``(obs, mask)``: float32 [B, D] and int8 [B, A] for the seat to act in each game.
         """
+        self._check_open()
         B = self.num_games
         if seed is not None:
             self._set_seeds(seed)
@@ -283,6 +292,7 @@ class VectorGame:
                 message names the game and the move); no game is changed.
             RuntimeError: ``reset()`` was not called.
         """
+        self._check_open()
         if not self._started:
             raise RuntimeError("call reset() before step()")
         acts = self._check_actions(actions)
@@ -400,12 +410,19 @@ class VectorGame:
         return self._st[:, vs.PH].astype(np.int64)
 
     def close(self) -> None:
-        """Closes the record file (it appears under its name now) and the worker threads."""
+        """Closes the record file (it appears under its name now) and the worker threads;
+        the games cannot be reset or stepped after it."""
+        self._closed = True
         if self._writer is not None:
             self._writer.close()
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this VectorGame is closed (its record written, its threads "
+                               "stopped); make a new one to play on")
 
     def _run(self, kernel, *arrays) -> None:
         """Runs a per-game kernel over every game: on this thread, or in blocks of games, the

@@ -361,6 +361,23 @@ def test_bad_construction():
 def test_bad_record_games(tmp_path):
     with pytest.raises(ValueError, match=r"record_games \[5\]"):
         VectorGame("culo", 4, num_games=2, record_path=tmp_path / "x.jsonl", record_games=[5])
+    for games in ([0.7], [True], "01", 3):
+        with pytest.raises(ValueError, match="must be a list of game indices"):
+            VectorGame("culo", 4, num_games=2, record_path=tmp_path / "x.jsonl",
+                       record_games=games)
+    assert VectorGame("culo", 4, num_games=2, threads=np.int64(2)).threads == 2
+
+
+def test_a_closed_game_refuses_to_go_on(tmp_path):
+    """close() writes the record: a later step must not change the games and then fail."""
+    vg = VectorGame("culo", 4, num_games=2, record_path=tmp_path / "x.jsonl", record_games=[0])
+    vg.reset()
+    before = vg.state()
+    vg.close()
+    for call in (lambda: vg.step(vg.sample_actions()), vg.reset):
+        with pytest.raises(RuntimeError, match="closed"):
+            call()
+    assert np.array_equal(vg.state(), before)
 
 
 # -- the SB3 vector env -----------------------------------------------------------------------
