@@ -2,8 +2,9 @@
 
 Every decision the bot is asked for counts (forced passes are applied by the runner and never
 reach a bot; the Monte-Carlo bot answers a decision with one legal action without searching).
-The time is the bot's own ``act`` time, view building included. The bot under test sits in
-seat 0 against three experts, so that it sees realistic positions.
+The time of a decision is all that the runner spends on it for the bot: its public view (for
+bots that read it), its observation, and its ``act``. The bot under test sits in seat 0
+against three experts, so that it sees realistic positions.
 
 Usage::
 
@@ -16,56 +17,49 @@ from __future__ import annotations
 import argparse
 import time
 
+from common import duration
+
 from agents.base import make_agent
 from agents.expert import ExpertAgent
-from agents.runner import play_match
-from arschloch_env.rules import make_rules
+from agents.runner import agent_step, ask, reset_agents
+from arschloch_env.engine import Game
+from arschloch_env.observation import Encoder
+from arschloch_env.rules import PRESETS, make_rules
 
 
-class Timed:
-    """Wraps an agent and measures its decisions."""
-
-    def __init__(self, agent):
-        self.agent = agent
-        self.name = getattr(agent, "name", "bot")
-        self.uses_view = getattr(agent, "uses_view", True)
-        self.calls = 0
-        self.searched = 0
-        self.seconds = 0.0
-
-    def reset(self, rules, seat, seed=None):
-        if hasattr(self.agent, "reset"):
-            self.agent.reset(rules, seat, seed)
-
-    def act(self, observation, view):
-        t = time.perf_counter()
-        a = self.agent.act(observation, view)
-        self.seconds += time.perf_counter() - t
-        self.calls += 1
-        self.searched += int(observation["action_mask"].sum() > 1)
-        return a
-
-
-def bench(spec: str, preset: str, seconds: float, players: int = 4) -> dict:
+def bench(spec: str, preset: str, budget: float, players: int = 4) -> dict:
     rules = make_rules(preset, num_players=players)
-    bot = Timed(make_agent(spec))
-    seed, t0 = 0, time.perf_counter()
-    while bot.seconds < seconds and time.perf_counter() - t0 < 2 * seconds + 2:
+    bot = make_agent(spec)
+    calls = choices = 0
+    spent, seed, t0 = 0.0, 0, time.perf_counter()
+    while spent < budget and time.perf_counter() - t0 < 2 * budget + 2:
+        game = Game(rules, seed=seed, auto_pass=True)
         agents = [bot] + [ExpertAgent() for _ in range(players - 1)]
-        play_match(rules, agents, seed=seed)
+        reset_agents(agents, rules.to_dict(), seed)
+        encoder = Encoder(game.R)
+        while not game.is_over:
+            if game.current != 0:
+                agent_step(agents[game.current], game, encoder)
+                continue
+            choices += len(game.legal_actions()) > 1
+            t = time.perf_counter()
+            action = ask(bot, game, encoder)
+            spent += time.perf_counter() - t
+            calls += 1
+            game.step(action)
         seed += 1
-    return {"bot": spec, "rules": preset, "decisions": bot.calls, "choices": bot.searched,
-            "per_second": bot.calls / bot.seconds,
-            "ms_per_choice": 1000 * bot.seconds / max(1, bot.searched)}
+    return {"bot": spec, "rules": preset, "decisions": calls, "choices": choices,
+            "per_second": calls / spent, "ms_per_choice": 1000 * spent / max(1, choices)}
 
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bots", nargs="+", default=["random", "greedy", "expert", "mc"])
-    p.add_argument("--rules", nargs="+", default=["culo", "tavern"])
-    p.add_argument("--seconds", type=float, default=4.0, help="bot time per bot and rules")
+    p.add_argument("--rules", nargs="+", default=["culo", "tavern"], choices=PRESETS)
+    p.add_argument("--seconds", type=duration, default=4.0, help="bot time per bot and rules")
     a = p.parse_args(argv)
-    print(f"{'bot':8} {'rules':7} {'decisions':>9} {'decisions/s':>12} {'ms/decision with choice':>24}")
+    print(f"{'bot':8} {'rules':7} {'decisions':>9} {'decisions/s':>12} "
+          f"{'ms/decision with choice':>24}")
     for preset in a.rules:
         for spec in a.bots:
             r = bench(spec, preset, a.seconds)

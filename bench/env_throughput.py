@@ -19,6 +19,8 @@ import time
 
 import numpy as np
 
+from common import at_least, duration
+
 
 def engine_loop(preset: str, seconds: float) -> tuple[float, float]:
     from arschloch_env.engine import Game
@@ -50,12 +52,11 @@ def aec_loop(make_env, seconds: float, rounds_of) -> tuple[float, float]:
     while time.perf_counter() < end:
         for agent in env.agent_iter():
             obs, reward, term, trunc, info = env.last()
-            if term or trunc:
-                action = None
-            else:
-                legal = np.flatnonzero(obs["action_mask"])
-                action = int(legal[int(pick() * len(legal))])
-            env.step(action)
+            if term or trunc:  # the agent leaves: PettingZoo's dead step, no decision
+                env.step(None)
+                continue
+            legal = np.flatnonzero(obs["action_mask"])
+            env.step(int(legal[int(pick() * len(legal))]))
             steps += 1
         rounds += rounds_of(env)
         env.reset()
@@ -69,8 +70,8 @@ def summarize(values: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=3.0, help="length of one run")
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seconds", type=duration, default=3.0, help="length of one run")
+    parser.add_argument("--runs", type=at_least(1), default=3)
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})

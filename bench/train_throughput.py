@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import at_least
+
 
 def bench_sb3(cfg, args) -> None:
     import torch
@@ -114,10 +116,10 @@ def bench_vec(cfg, args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="configs/ppo_culo_4p.yaml")
-    parser.add_argument("--steps", type=int, default=20_000)
+    parser.add_argument("--steps", type=at_least(1), default=20_000)
     parser.add_argument("--set", action="append", default=[], dest="overrides")
     parser.add_argument("--profile", action="store_true", help="cProfile (ppo-vec only)")
-    parser.add_argument("--snapshots", type=int, help="ppo-vec: snapshots in the league "
+    parser.add_argument("--snapshots", type=at_least(0), help="ppo-vec: snapshots in the league "
                         "(default: league.max_snapshots, a long run's full pool)")
     args = parser.parse_args()
 
