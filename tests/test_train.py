@@ -465,6 +465,20 @@ def test_demo_clears_only_its_own_folder(tmp_path):
     assert sorted(p.name for p in demo.iterdir()) == [MARKER]
 
 
+@pytest.mark.parametrize("args,says", [
+    (["--deals", "0"], "--deals 0: at least 1"),
+    (["--steps", "0"], "--steps 0: at least 1"),
+    (["--steps", "-5"], "--steps -5: at least 1"),
+])
+def test_demo_refuses_bad_flags_before_it_trains_or_clears(tmp_path, capsys, args, says):
+    from train.demo import main
+
+    with pytest.raises(SystemExit) as exc:
+        main([*args, "--run-dir", str(tmp_path / "demo")])
+    assert exc.value.code == 2 and says in capsys.readouterr().err
+    assert not (tmp_path / "demo").exists()
+
+
 def test_a_dead_env_worker_fails_the_run(tmp_path):
     """An opponent that crashes in a worker process ends the run with an error (exit 1), not
     a silent success."""

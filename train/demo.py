@@ -36,17 +36,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deals", type=int, default=200, help="tournament deals per field")
     parser.add_argument("--run-dir", default="runs/demo", help="where the demo writes")
     args = parser.parse_args(argv)
+    # checked before the minutes of training, and before the run folder is cleared
+    if args.steps is not None and args.steps < 1:
+        parser.error(f"--steps {args.steps}: at least 1 (or leave it out: the config's)")
+    if args.deals < 1:
+        parser.error(f"--deals {args.deals}: at least 1")
 
-    from train.config import load_config
+    from train.config import ConfigError, load_config
     from train.export import policy_mlp, write_bundle
     from train.report import text_report
     from train.sb3_trainer import rules_for, train
     from train.tournament import run_tournament
 
+    overrides = [] if args.steps is None else [f"total_steps={args.steps}"]
+    try:
+        cfg = load_config(ROOT / "configs" / "ppo_demo.yaml", overrides)
+    except ConfigError as exc:
+        parser.error(str(exc))
     run_dir = Path(args.run_dir)
     fresh_run_dir(run_dir)
-    overrides = [f"total_steps={args.steps}"] if args.steps else []
-    cfg = load_config(ROOT / "configs" / "ppo_demo.yaml", overrides)
     rules = rules_for(cfg)
     print(f"== 1. training a bot: MaskablePPO, {cfg.total_steps} steps of {rules.preset} "
           f"with {rules.num_players} players, league {cfg.league.mix}")
