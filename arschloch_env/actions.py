@@ -92,8 +92,9 @@ class ActionCodec:
             return Move("give", action - self.give_base, 1)
         return Move("take", action - self.take_base, 1)
 
-    def describe(self, action: int) -> str:
-        """The move in plain words: ``"pass"``, ``"pair of 9s"``, ``"give a king"`` ..."""
+    def describe(self, action: int, phase: str | None = None) -> str:
+        """The move in plain words: ``"pass"``, ``"pair of 9s"``, ``"give a king"`` ...; in
+        the ``"lay"`` phase a give is ``"lay a king face down"``."""
         m = self.decode(action)
         if m.kind == "pass":
             return "pass"
@@ -104,8 +105,10 @@ class ActionCodec:
             return f"{GROUP_WORDS[m.count]} of {rank_plural(rank)}"
         word = RANK_WORDS[rank]
         article = "an" if word[0] in "a8" else "a"
+        if m.kind == "give" and phase == "lay":
+            return f"lay {article} {word} face down"
         return f"{m.kind} {article} {word}"
 
-    def listing(self, actions) -> str:
+    def listing(self, actions, phase: str | None = None) -> str:
         """Action ids with their moves, for error messages: ``"0 (pass), 5 (single 8)"``."""
-        return ", ".join(f"{int(a)} ({self.describe(int(a))})" for a in actions)
+        return ", ".join(f"{int(a)} ({self.describe(int(a), phase)})" for a in actions)

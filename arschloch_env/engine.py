@@ -271,9 +271,9 @@ class Game:
                 f"{player_name(self.current)}'s turn (out of turn)")
         if not self._is_legal(a):
             raise IllegalActionError(f"{player_name(self.current)} cannot "
-                                     f"{self.codec.describe(a)!r} (action {a}): "
+                                     f"{self.codec.describe(a, self.phase)!r} (action {a}): "
                                      f"{self._why_illegal(self.codec.decode(a))}; legal now: "
-                                     f"{self.codec.listing(self.legal_actions())}")
+                                     f"{self.codec.listing(self.legal_actions(), self.phase)}")
         if cards is None:
             return self.default_mask(a)
         move = self.codec.decode(a)
@@ -310,7 +310,7 @@ class Game:
         phase = self.phase
         kind = move.kind
         allowed = {PLAY: "pass and plays" if self.table_count else "plays (a leader may not "
-                   "pass)", GIVE: "give", LAY: "give (lay a card face down)", TAKE: "take"}[phase]
+                   "pass)", GIVE: "give", LAY: "lay a card face down", TAKE: "take"}[phase]
         expected = {PLAY: ("pass", "play"), GIVE: ("give",), LAY: ("give",), TAKE: ("take",)}
         if kind not in expected[phase]:
             return f"it is the {phase} phase; allowed now: {allowed}"

@@ -473,9 +473,9 @@ class VectorGame:
             return f"game {b}: action {a} is out of range (allowed: 0..{A - 1})"
         seat = int(self._st[b, vs.CUR])
         phase = PHASE_NAMES[int(self._st[b, vs.PH])]
-        legal = self.codec.listing(np.flatnonzero(self._mask[b]))
-        return (f"game {b}: {player_name(seat)} cannot {self.codec.describe(a)!r} (action {a}) "
-                f"now ({phase} phase; legal: {legal}); no game was changed")
+        legal = self.codec.listing(np.flatnonzero(self._mask[b]), phase)
+        return (f"game {b}: {player_name(seat)} cannot {self.codec.describe(a, phase)!r} "
+                f"(action {a}) now ({phase} phase; legal: {legal}); no game was changed")
 
     # -- records ------------------------------------------------------------------------------
 

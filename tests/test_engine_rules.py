@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 
 from arschloch_env.view import public_view
@@ -125,6 +126,16 @@ def test_an_illegal_action_is_named_with_its_id_and_the_legal_ids():
                                                  r"pass\); legal now: 1 \(single 7\)"):
         g.step(g.codec.take(0))
     assert snapshot(g) == before
+
+
+def test_an_illegal_action_in_the_lay_phase_names_lays():
+    rng = np.random.default_rng(0)
+    g = Game("culo", num_players=5, seed=0, auto_pass=True)
+    while g.phase != "lay":
+        g.step(int(rng.choice(g.legal_actions())))
+    with pytest.raises(IllegalActionError, match=r"allowed now: lay a card face down; legal "
+                                                 r"now: \d+ \(lay an? \w+ face down\)"):
+        g.step(0)
 
 
 def test_follow_moves_exact_pair_only_by_pair():
