@@ -22,6 +22,8 @@ from pathlib import Path
 
 from common import at_least
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def bench_sb3(cfg, args) -> None:
     import torch
@@ -115,7 +117,7 @@ def bench_vec(cfg, args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="configs/ppo_culo_4p.yaml")
+    parser.add_argument("--config", default=str(ROOT / "configs" / "ppo_culo_4p.yaml"))
     parser.add_argument("--steps", type=at_least(1), default=20_000)
     parser.add_argument("--set", action="append", default=[], dest="overrides")
     parser.add_argument("--profile", action="store_true", help="cProfile (ppo-vec only)")
