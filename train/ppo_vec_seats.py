@@ -336,8 +336,10 @@ class Table:
         """The learner seat's return and number of decisions in every match finished since
         the last call."""
         done, self.finished = self.finished, []
-        return (np.concatenate([r for r, _ in done]) if done else np.zeros(0),
-                np.concatenate([d for _, d in done]) if done else np.zeros(0, np.int64))
+        if not done:
+            return np.zeros(0), np.zeros(0, np.int64)
+        returns, decisions = zip(*done)
+        return np.concatenate(returns), np.concatenate(decisions)
 
     def take_seat_counts(self) -> dict[str, int]:
         counts, self.seat_counts = self.seat_counts, {}
