@@ -269,8 +269,14 @@ def test_mc_searches_the_setup_phases():
     g = position("culo", [["7C", "8C", "8D", "TC", "JH", "KS", "AS", "AH"], ["9C", "QC"],
                           ["9D", "QD"], ["9H", "9S"]],
                  phase=GIVE, titles=titles, to_give=2, give_to=3, hidden_rest=True)
-    a = act(MCAgent(budget=16, min_worlds=2), g)
-    assert g.codec.give_base <= a < g.codec.take_base
+    mc = MCAgent(budget=16, min_worlds=2)
+    searched = []
+    search = mc.search
+    mc.search = lambda k, cands, default: searched.append(cands) or search(k, cands, default)
+    a = act(mc, g)
+    # every card it may give back was a candidate of the search, which chose among them
+    assert searched == [[g.codec.give(r) for r in (0, 1, 3, 4, 6, 7)]]
+    assert a in searched[0]
 
 
 def _policy_top(bundle, observation, k):

@@ -43,16 +43,23 @@ def test_clone_agrees_with_its_teacher(greedy_clone):
     assert agreement > 0.85  # about 0.9 at these sizes
     mlp = MLP.load(out)
     assert [w.shape for w, _ in mlp.layers] == [(64, 413), (64, 64), (49, 64)]
-    game = Game(make_rules("culo", 4), seed=11, auto_pass=True)
-    encoder, greedy, same, total = Encoder(game.R), make_agent("greedy"), 0, 0
-    while not game.is_over:  # a fresh match: every clone move is legal, most are greedy's
-        o = encoder.observation(game, game.current)
-        legal = o["action_mask"].astype(bool)
-        move = int(np.where(legal, mlp(o["observation"]), -np.inf).argmax())
-        same += move == greedy.act(o, None)
-        total += 1
-        game.step(move)
-    assert same / total > 0.8
+    # fresh matches: every clone move is legal, and it is greedy's also where greedy departs
+    # from the fixed rule it resembles (the lowest play, never a pass): learned, not the rule
+    encoder, greedy = Encoder(8), make_agent("greedy")
+    same = departures = 0
+    for seed in range(11, 21):
+        game = Game(make_rules("culo", 4), seed=seed, auto_pass=True)
+        while not game.is_over:
+            o = encoder.observation(game, game.current)
+            legal = o["action_mask"].astype(bool)
+            move = int(np.where(legal, mlp(o["observation"]), -np.inf).argmax())
+            teacher = greedy.act(o, None)
+            if teacher != next(a for a in np.flatnonzero(legal) if a):
+                same += move == teacher
+                departures += 1
+            game.step(move)
+    # the rule scores 0 there by construction; the clone about 0.6
+    assert departures > 50 and same / departures > 0.45, (same, departures)
 
 
 def test_clone_cli_errors_name_the_argument(tmp_path):

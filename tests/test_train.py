@@ -127,13 +127,25 @@ def smoke_run(tmp_path_factory):
     return run
 
 
-def test_short_training_beats_random(smoke_run):
+def test_short_training_learns(smoke_run):
+    """The trained policy beats random play, and by more than the network it started from:
+    an untrained network playing its most likely move already beats random on some seeds,
+    so beating random alone would not show that anything was learned."""
+    from train.evaluate import evaluate_fields
+    from train.export import policy_mlp
+    from train.sb3_trainer import eval_players, rules_for
+
     meta = json.loads((smoke_run / json.loads((smoke_run / "latest.json").read_text())["meta"])
                       .read_text())
     assert meta["steps"] >= 40_000
     result = meta["evaluations"][-1]["results"]["random"]
     assert result["advantage_ci_low"] > 0, result
     assert meta["illegal_actions"] == 0
+    cfg = load_config(smoke_run / "config.yaml")
+    start = evaluate_fields(policy_mlp(_untrained_model(cfg.seed)),
+                            rules_for(cfg, eval_players(cfg.players)), ["random"],
+                            result["deals"], seed=cfg.seed + 1)["random"]  # the same deals
+    assert result["advantage_ci_low"] > start["advantage_ci_high"], (result, start)
 
 
 def test_tensorboard_has_our_scalars(smoke_run):
