@@ -47,6 +47,16 @@ def check_out_dir(out: str, label: str | None = None) -> None:
     os.unlink(probe)
 
 
+def check_out_file(out: str, ask: str, example: str) -> None:
+    """An output file that cannot be written (a directory in its place, a folder that cannot
+    be written) fails now, not after the work; ``ask`` says what to give instead, e.g. a
+    file named ``example`` in that directory."""
+    if Path(out).is_dir():
+        raise CliError(f"--out {out!r} is a directory; {ask}, e.g. "
+                       f"{str(Path(out) / example)!r}")
+    check_out_dir(str(Path(out).parent), f"the folder of --out {out!r}")
+
+
 def input_paths(rules: str, option: str, specs: list[str]) -> dict[str, list[str]]:
     """The files and directories a command reads, per option: a rules file, bundles (a
     preset or a built-in bot's name is no path, even where a file has that name)."""

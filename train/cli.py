@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from arschloch_env.cli import (CliError, Interrupted, add_progress_args, add_rules_args,
-                               check_out_dir, overrides_from_args)
+                               check_out_dir, check_out_file, overrides_from_args)
 
 
 def add_train_parser(sub) -> None:
@@ -62,10 +62,7 @@ def add_curves_parser(sub) -> None:
 
 def _cmd_curves(args: argparse.Namespace) -> int:
     from train.curves import plot_learning_curves
-    if Path(args.out).is_dir():
-        raise CliError(f"--out {args.out!r} is a directory; give the PNG file to write, e.g. "
-                       f"{Path(args.out) / 'curves.png'}")
-    check_out_dir(str(Path(args.out).parent), f"the folder of --out {args.out!r}")
+    check_out_file(args.out, "give the PNG file to write", "curves.png")
     try:
         out = plot_learning_curves(args.run_dir, args.out)
     except FileNotFoundError as exc:
@@ -131,7 +128,8 @@ CHECKPOINT_SUFFIXES = (".zip", ".pt")
 
 def resolve_checkpoint(source: Path) -> tuple[Path, dict]:
     """The checkpoint to export from a run directory or a checkpoint path, with its meta."""
-    from train.files import read_latest
+    from train.config import ConfigError
+    from train.files import read_latest, read_run_json
     if source.is_dir():
         best = [source / "checkpoints" / f"best{s}" for s in CHECKPOINT_SUFFIXES]
         best = [b for b in best if b.is_file()]
@@ -146,13 +144,10 @@ def resolve_checkpoint(source: Path) -> tuple[Path, dict]:
         raise CliError(f"{source}: not a checkpoint (.zip or .pt) or run directory")
     meta_path = source.with_suffix(".json")
     try:
-        meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise CliError(f"{meta_path}: the checkpoint's metadata is damaged ({exc}); export "
-                       f"another checkpoint of the run, e.g. its latest") from None
-    if not isinstance(meta, dict):
-        raise CliError(f"{meta_path}: the checkpoint's metadata is damaged (not a JSON "
-                       f"object); export another checkpoint of the run, e.g. its latest")
+        meta = read_run_json(meta_path) if meta_path.is_file() else {}
+    except ConfigError as exc:
+        raise CliError(f"the checkpoint's metadata is damaged: {exc}; export another "
+                       f"checkpoint of the run, e.g. its latest") from None
     return source, meta
 
 
@@ -230,10 +225,7 @@ def _cmd_clone(args: argparse.Namespace) -> int:
 
     if not args.out.endswith(".npz"):
         raise CliError(f"--out {args.out!r}: a policy file ends in .npz")
-    if Path(args.out).is_dir():
-        raise CliError(f"--out {args.out!r} is a directory; name the policy file, e.g. "
-                       f"{str(Path(args.out) / 'clone.npz')!r}")
-    check_out_dir(str(Path(args.out).parent), f"--out {args.out!r}")  # before the work
+    check_out_file(args.out, "name the policy file", "clone.npz")  # before the work
     for name in ("decisions", "epochs", "jobs"):
         if getattr(args, name) < 1:
             raise CliError(f"--{name} {getattr(args, name)}: must be at least 1")

@@ -204,7 +204,7 @@ class RunDir:
         ``earlier_attempts/<time>/checkpoints/`` and returns that attempt folder; None when
         the best is not newer than ``steps``."""
         meta = self.checkpoints / "best.json"
-        if not meta.is_file() or json.loads(meta.read_text())["steps"] <= steps:
+        if not meta.is_file() or read_run_json(meta)["steps"] <= steps:
             return None
         dest = self._attempt_folder()
         (dest / "checkpoints").mkdir()
@@ -215,7 +215,7 @@ class RunDir:
     def best_score(self) -> float | None:
         """The evaluation score of the best checkpoint there is; None before the first."""
         meta = self.checkpoints / "best.json"
-        return json.loads(meta.read_text())["best"] if meta.is_file() else None
+        return read_run_json(meta)["best"] if meta.is_file() else None
 
     def set_aside(self) -> Path | None:
         """Moves what an attempt that stopped before its first checkpoint wrote (the best
