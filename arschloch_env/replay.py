@@ -172,8 +172,9 @@ def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
             except ValueError as exc:
                 res.error, res.error_line = f"round {ev.get('round')}: {exc}", round_no
                 return res
-        elif ev.get("event") == "exchange" and isinstance(ev.get("cards"), list):
-            gifts.setdefault((len(deals), ev.get("from")), ev["cards"])
+        elif (ev.get("event") == "exchange" and isinstance(ev.get("cards"), list)
+              and isinstance(ev.get("from"), str)):  # any other giver fails its own check
+            gifts.setdefault((len(deals), ev["from"]), ev["cards"])
     try:
         _check_header(header)
         rules = Rules.from_dict(header.get("rules"))

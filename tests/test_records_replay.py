@@ -308,6 +308,17 @@ def test_replay_play_with_cards_that_are_not_text(tmp_path, change, words):
     assert not res.ok and res.error_line == i + 1 and words in res.error
 
 
+@pytest.mark.parametrize("giver", [["player_0"], {"p": 1}, 3, None])
+def test_replay_exchange_from_that_is_not_a_name(tmp_path, giver):
+    g = random_match("culo", 4, 7)
+    events = [dict(e) for e in g.events]
+    i = first(events, "exchange")
+    events[i]["from"] = giver
+    write_lines(tmp_path / "bad.jsonl", events)
+    res = replay_file(tmp_path / "bad.jsonl")[0]
+    assert not res.ok and res.error_line == i + 1
+
+
 @pytest.mark.parametrize("change,words", [
     (dict(hands=7), "hands: 7 is not a mapping"),
     (dict(hands={"player_0": 7}), "is not a mapping of each player to a list"),
