@@ -42,8 +42,13 @@ def agent_step(agent: Any, game: Game, encoder: Encoder) -> None:
     try:
         game.step(action)
     except (IllegalActionError, ValueError) as exc:
-        raise AgentError(f"agent {getattr(agent, 'name', type(agent).__name__)!r} in "
-                         f"{player_name(seat)} chose an illegal action: {exc}") from None
+        raise illegal_choice(agent, seat, exc) from None
+
+
+def illegal_choice(agent: Any, seat: int, exc: Exception) -> AgentError:
+    """The error for ``agent`` in ``seat`` having chosen an action that ``exc`` refused."""
+    return AgentError(f"agent {getattr(agent, 'name', type(agent).__name__)!r} in "
+                      f"{player_name(seat)} chose an illegal action: {exc}")
 
 
 AGENT_STREAM = 0x5EA7

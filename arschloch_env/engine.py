@@ -217,6 +217,16 @@ class Game:
             self._lay(a - self.codec.give_base, mask)
         self._skip_forced()
 
+    def check(self, action) -> int:
+        """``action`` as an int, if the seat to act may take it now; changes nothing.
+
+        Raises:
+            ActionError, IllegalActionError: as :meth:`step` would.
+        """
+        a = self.codec.check(action)
+        self._validate(a, None, None)
+        return a
+
     def _skip_forced(self) -> None:
         if self.auto_pass:
             while self.only_pass():

@@ -20,15 +20,17 @@ game. The other seats are played by ``opponent``: ``"random"`` (uniform legal mo
 the kernels), a callable ``opponent(obs, mask) -> actions`` on batches (float32 [k, D], int8
 [k, A] -> ints [k]) of the games where an opponent is to act, e.g. a frozen policy, or an agent
 (an object with ``act``, or its spec: a built-in name, a bundle path, ``package.module:Class``).
-An agent that decides on the observation alone (``uses_view = False``: ``greedy``, bundles)
-plays every opponent seat as one object, so it must keep no state between moves (it is reset
-with a seed drawn from the env's, so that a seeded env replays one that samples); a bundle
-plays its whole batch in one call, others are asked row by row. Any other agent (``expert``,
-``mc``, a class of your own without ``uses_view = False``) gets the public view and its own
-copy for every opponent seat of every game, reset with its seat at the start of every match;
-the view comes from a reference game per table that follows the batched one move for move
-(:class:`MirroredOpponent`), at Python speed. Forced passes are applied by the engine, so
-every observation returned is a real decision.
+An agent with a batched ``policy(observations, masks) -> (actions, logits)`` (a bundle)
+plays every opponent seat as one object, its whole batch in one call, so it must keep no state
+between moves (it is reset with a seed drawn from the env's, so that a seeded env replays one
+that samples). Any other agent (``greedy``, ``expert``, ``mc``, a class of your own) gets its
+own copy for every opponent seat of every game, reset with its seat at the start of every
+match, as the agent protocol has it, and is asked row by row at Python speed; one that reads
+the public view gets it from a reference game per table that follows the batched one move for
+move (:class:`MirroredOpponent`). An action an agent returns that is not a legal id raises
+:class:`~agents.runner.AgentError` naming it and its seat, and the env then refuses to step
+until ``reset()``. Forced passes are applied by the engine, so every observation returned is a
+real decision.
 
 A step applies the learner's actions, then lets the opponents move in every game until the
 learner is to act again. ``rewards[i]`` sums the learner's rewards in between. When game
@@ -62,10 +64,11 @@ Opponent = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 class MirroredOpponent:
-    """An agent that reads the public view, played row by row: per game a reference
-    :class:`~arschloch_env.engine.Game` that follows the batched one move for move (the
-    batched engine reproduces the reference: ``tests/test_vector.py``), and a fresh copy of
-    the agent in every opponent seat, reset with its seat at the start of every match."""
+    """An agent played row by row: per game a reference :class:`~arschloch_env.engine.Game`
+    that follows the batched one move for move (the batched engine reproduces the reference:
+    ``tests/test_vector.py``) and gives the public view and the legality check, and a fresh
+    copy of the agent in every opponent seat, reset with its seat at the start of every
+    match."""
 
     def __init__(self, make: Callable[[], Any], rules: Rules):
         self.make = make
@@ -83,10 +86,21 @@ class MirroredOpponent:
         self.agents[game] = agents
 
     def act(self, game: int, obs: np.ndarray, mask: np.ndarray) -> int:
+        """The legal action of the agent to act in ``game``.
+
+        Raises:
+            AgentError: the agent chose something else.
+        """
+        from agents.runner import illegal_choice
         mirror = self.mirrors[game]
         seat = mirror.current
-        return int(self.agents[game][seat].act({"observation": obs, "action_mask": mask},
-                                                public_view(mirror, seat)))
+        agent = self.agents[game][seat]
+        view = public_view(mirror, seat) if getattr(agent, "uses_view", True) else None
+        action = agent.act({"observation": obs, "action_mask": mask}, view)
+        try:
+            return mirror.check(action)
+        except ValueError as exc:  # ActionError, IllegalActionError
+            raise illegal_choice(agent, seat, exc) from None
 
     def follow(self, game: int, action: int) -> None:
         self.mirrors[game].step(int(action))
@@ -94,9 +108,9 @@ class MirroredOpponent:
 
 def batched_opponent(opponent: Any,
                      rules: Rules) -> str | Opponent | MirroredOpponent | SharedOpponent:
-    """``"random"``, a batched callable, for an agent that reads the public view a
-    :class:`MirroredOpponent` (see the module docstring), for one that does not a
-    :class:`SharedOpponent`.
+    """``"random"``, a batched callable, for an agent with a batched ``policy`` a
+    :class:`SharedOpponent`, for any other agent a :class:`MirroredOpponent` (see the module
+    docstring).
 
     Raises:
         ValueError: an unknown spec, or an agent that does not play these rules.
@@ -114,17 +128,17 @@ def batched_opponent(opponent: Any,
     if not callable(getattr(agent, "act", None)):
         raise ValueError(f"opponent {opponent!r}: expected 'random', a callable (obs, mask) -> "
                          f"actions, or an agent (spec)")
-    if getattr(agent, "uses_view", True):
-        make = (partial(make_agent, opponent) if isinstance(opponent, str)
-                else partial(copy.deepcopy, agent))
-        return MirroredOpponent(make, rules)
-    return SharedOpponent(agent, rules)
+    if callable(getattr(agent, "policy", None)):
+        return SharedOpponent(agent, rules)
+    make = (partial(make_agent, opponent) if isinstance(opponent, str)
+            else partial(copy.deepcopy, agent))
+    return MirroredOpponent(make, rules)
 
 
 class SharedOpponent:
-    """An agent that decides on the observation alone, one object for every opponent seat,
+    """An agent with a batched ``policy`` (a bundle), one object for every opponent seat,
     asked for the rows of a whole batch; reset with a seed drawn from the env's, so that a
-    seeded env replays an agent that samples (``random``, a sampling policy) exactly."""
+    seeded env replays one that samples exactly."""
 
     def __init__(self, agent: Any, rules: Rules):
         self.agent = agent
@@ -136,10 +150,7 @@ class SharedOpponent:
             self.agent.reset(self.rules.to_dict(), 0, seed)
 
     def __call__(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        if callable(getattr(self.agent, "policy", None)):  # a bundle: the batch at once
-            return self.agent.policy(obs, mask)[0]
-        return np.array([self.agent.act({"observation": o, "action_mask": m}, None)
-                         for o, m in zip(obs, mask)], np.int64)
+        return self.agent.policy(obs, mask)[0]
 
 
 class ArschlochVecEnv(VecEnv):
@@ -180,6 +191,7 @@ class ArschlochVecEnv(VecEnv):
         self._reseed_opponent(seed)
         self._next_seed = None
         self._actions: np.ndarray | None = None
+        self._broken: str | None = None  # an opponent's error, until the next reset()
         low, high = observation_bounds(Encoder(self.game.R), self.rules)
         super().__init__(num_envs, spaces.Box(low=low, high=high, dtype=np.float32),
                          spaces.Discrete(self.game.num_actions))
@@ -195,6 +207,7 @@ class ArschlochVecEnv(VecEnv):
             self._seat_rng = np.random.default_rng(seed)
             self._reseed_opponent(seed)
         obs, mask = self.game.reset(seed=seed)
+        self._broken = None
         self.seats = self._draw_seats(self.num_envs)
         self._start_mirrors(self._rows)
         self._carry[:] = 0.0
@@ -212,6 +225,9 @@ class ArschlochVecEnv(VecEnv):
     def step_wait(self):
         if self._actions is None:
             raise RuntimeError("call step_async() before step_wait()")
+        if self._broken is not None:
+            raise RuntimeError(f"the opponents could not move on after an error "
+                               f"({self._broken}); call reset() to start new matches")
         actions = self._actions
         last_obs = self._obs
         obs, mask, rew, done = self.game.step(actions)  # refuses illegal actions, unchanged
@@ -328,9 +344,28 @@ class ArschlochVecEnv(VecEnv):
                 self.opponent.follow(j, actions[j])
             self._start_mirrors(np.flatnonzero(done))
 
+    def _batched_actions(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The batched opponent's actions for these rows, if they are one integer each (the
+        engine then checks that each is legal)."""
+        chosen = np.asarray(self.opponent(obs, mask))
+        if chosen.shape != (len(obs),) or chosen.dtype.kind not in "iu":
+            name = getattr(self.opponent, "__name__", repr(self.opponent))
+            raise ValueError(f"opponent {name} returned {chosen.dtype} values of "
+                             f"shape {chosen.shape}; expected {len(obs)} integer action "
+                             f"ids, one per game to move")
+        return chosen
+
     def _play_opponents(self, obs, mask, ended, infos, episode, last_obs):
         """Opponent moves until the learner is to act in every game. The learner's rewards
-        go to ``episode`` until its match ended (``ended``), after that to the next step."""
+        go to ``episode`` until its match ended (``ended``), after that to the next step.
+        An opponent's error leaves the env refusing to step until ``reset()``."""
+        try:
+            return self._opponent_moves(obs, mask, ended, infos, episode, last_obs)
+        except BaseException as exc:
+            self._broken = f"{type(exc).__name__}: {exc}"
+            raise
+
+    def _opponent_moves(self, obs, mask, ended, infos, episode, last_obs):
         g = self.game
         while True:
             waiting = g.current_seat != self.seats
@@ -345,7 +380,7 @@ class ArschlochVecEnv(VecEnv):
                 actions = g.sample_actions()
             else:
                 actions = np.zeros(self.num_envs, np.int64)
-                actions[waiting] = np.asarray(self.opponent(obs[waiting], mask[waiting]))
+                actions[waiting] = self._batched_actions(obs[waiting], mask[waiting])
             obs, mask, rew, done = g.step(actions, where=waiting)
             r = rew[self._rows, self.seats]
             episode += np.where(ended, 0.0, r).astype(np.float32)

@@ -446,17 +446,19 @@ def test_vec_env_batched_opponent_and_maskable_ppo():
 def test_vec_env_takes_agents_that_play_on_the_observation():
     from agents.base import make_agent
     from agents.bundle import BundleError
-    from arschloch_env.vector_env import ArschlochVecEnv, batched_opponent
+    from agents.greedy import GreedyAgent
+    from arschloch_env.vector_env import ArschlochVecEnv, MirroredOpponent, batched_opponent
     from arschloch_env.rules import make_rules
 
     env = ArschlochVecEnv("culo", 4, num_envs=8, seed=2, seat=0, opponent="greedy")
-    obs, mask = env.game.reset(seed=5)
-    greedy = make_agent("greedy")
-    expected = [greedy.act({"observation": o, "action_mask": m}, None) for o, m in zip(obs, mask)]
-    assert env.opponent(obs, mask).tolist() == expected
+    assert isinstance(env.opponent, MirroredOpponent)  # a greedy of its own in every seat
     env.reset()
     for _ in range(30):  # whole matches against greedy
         env.step(env.action_masks().argmax(axis=1))
+    copies = [a for seats in env.opponent.agents.values() for a in seats if a is not None]
+    assert len({id(a) for a in copies}) == len(copies) == 8 * 3
+    assert all(isinstance(a, GreedyAgent) for a in copies)
+    obs, mask = env.game.reset(seed=5)
     bundle = str(Path(__file__).resolve().parents[1] / "bots" / "ppo_vec_culo_expert")
     play = batched_opponent(bundle, make_rules("culo", 4))
     assert play(obs, mask).tolist() == make_agent(bundle).policy(obs, mask)[0].tolist()
@@ -562,10 +564,20 @@ class SeatLog:
         return legal[-1]
 
 
-@pytest.mark.parametrize("opponent", ["expert", SeatLog()])
+class ObservationSeatLog(SeatLog):
+    """The same on the observation alone: no view, and still reset per match and seat."""
+    uses_view = False
+
+    def act(self, observation, view):
+        assert view is None
+        return int(np.flatnonzero(observation["action_mask"])[-1])
+
+
+@pytest.mark.parametrize("opponent", ["expert", SeatLog(), ObservationSeatLog()])
 def test_vec_env_plays_agents_that_read_the_view(opponent):
     """Agents that read the public view get it from a reference game per table that follows
-    the batched one, and a copy per opponent seat, reset with its seat in every match."""
+    the batched one, and every agent without a batched policy a copy per opponent seat, reset
+    with its seat in every match (the agent protocol's reset)."""
     from arschloch_env.observation import Encoder
     from arschloch_env.vector_env import ArschlochVecEnv, MirroredOpponent
     SeatLog.resets = []
@@ -587,10 +599,57 @@ def test_vec_env_plays_agents_that_read_the_view(opponent):
         episodes += int(done.sum())
         skipped += sum(i.get("skipped_matches", 0) for i in infos)
     assert episodes >= 6
-    if isinstance(opponent, SeatLog):
+    if isinstance(opponent, SeatLog):  # either kind
         # three opponent seats reset per match begun: the first six and one per match ended
         assert len(SeatLog.resets) == 3 * (6 + episodes + skipped)
         assert sorted(set(SeatLog.resets)) == [0, 1, 2, 3]
+
+
+class Returns:
+    """An agent that answers every decision with ``value``."""
+    uses_view = False
+
+    def __init__(self, value):
+        self.value = value
+
+    def act(self, observation, view):
+        return self.value
+
+
+@pytest.mark.parametrize("value,words", [
+    ("1", "'1' is not an integer action id"),
+    (1.0, "1.0 is not an integer action id"),
+    (999, "999 is out of range"),
+    (41, "cannot 'take"),  # a take in the play phase
+])
+def test_vec_env_names_an_agent_that_chose_an_illegal_action(value, words):
+    """What an opponent agent returns is checked as the other envs check it (never cast to an
+    int: 5.9 would play 5), and the env then refuses to step until it is reset."""
+    from agents.runner import AgentError
+    from arschloch_env.vector_env import ArschlochVecEnv
+    env = ArschlochVecEnv("culo", 4, num_envs=2, seed=0, seat=0, opponent=Returns(value),
+                          rounds=1)
+    with pytest.raises(AgentError, match=rf"agent 'Returns' in player_\d chose an illegal "
+                                         rf"action: .*{words}"):
+        env.reset()  # an opponent leads a game, or, if the learner leads both, its answer:
+        env.step(env.action_masks().argmax(axis=1))
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step(np.zeros(2, np.int64))
+    env.opponent = ArschlochVecEnv("culo", 4, num_envs=2, opponent="greedy").opponent
+    env.reset()
+    env.step(env.action_masks().argmax(axis=1))
+
+
+def test_vec_env_refuses_a_batched_opponent_that_returns_no_integers():
+    from arschloch_env.vector_env import ArschlochVecEnv
+
+    def floats(obs, mask):
+        return mask.argmax(axis=1) + 0.9
+
+    env = ArschlochVecEnv("culo", 4, num_envs=2, seed=0, seat=0, opponent=floats)
+    with pytest.raises(ValueError, match=r"opponent floats returned float64 values of shape "
+                                         r"\(1,\); expected 1 integer action ids"):
+        env.reset()
 
 
 def test_vec_env_skips_a_match_without_a_learner_decision():
