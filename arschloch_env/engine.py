@@ -27,7 +27,7 @@ from arschloch_env.cards import (
     LOWEST_K, MASK_SUITS, PICK, POPCOUNT, CardError, cards_to_hand, hand_cards, mask_cards,
     round_suit_key, suit_order,
 )
-from arschloch_env.rules import Rules, make_rules
+from arschloch_env.rules import Rules, is_integer, make_rules
 
 PLAY, GIVE, TAKE, LAY, OVER = "play", "give", "take", "lay", "over"
 PHASES = (PLAY, GIVE, TAKE, LAY)
@@ -43,6 +43,22 @@ class DealError(ValueError):
 
 def player_name(seat: int) -> str:
     return f"player_{seat}"
+
+
+def check_match_fields(seed: Any, index: Any, agents: Any, num_players: int) -> None:
+    """Raises ValueError, naming the field of the ``match`` event, for a seed, match index or
+    agents that a game record cannot hold."""
+    if seed is not None and not (is_integer(seed) and seed >= 0):
+        raise ValueError(f"match.seed: {seed!r} is not allowed; allowed: an integer >= 0 or "
+                         f"null")
+    if not (is_integer(index) and index >= 0):
+        raise ValueError(f"match.index: {index!r} is not allowed; allowed: an integer >= 0")
+    names = [player_name(i) for i in range(num_players)]
+    if agents is not None and not (isinstance(agents, dict)
+                                   and all(isinstance(v, str) for v in agents.values())
+                                   and set(agents) <= set(names)):
+        raise ValueError(f"match.agents: {agents!r} is not allowed; allowed: an object of "
+                         f"player name ({', '.join(names)}) to agent spec")
 
 
 class Game:
@@ -61,6 +77,11 @@ class Game:
         gifts: optionally the cards of automatic exchange gifts, per ``(round, giver's player
             name)``, e.g. a game record's: the giver hands over those suits where they are its
             highest cards by rank (the suits are the giver's choice), else its own choice.
+
+    Raises:
+        RulesError: rules out of range.
+        ValueError: a seed, match index or agents that a game record cannot hold (a seed
+            or index below 0, not an integer; agents of other keys than player names).
     """
 
     def __init__(self, rules: Rules | str | dict = "culo", seed: int | None = None,
@@ -71,6 +92,7 @@ class Game:
         self.rules = r = make_rules(rules, **overrides)
         self.codec = ActionCodec(r.rank_order)
         self.n = n = r.num_players
+        check_match_fields(seed, match_index, agents, n)
         self.R = r.num_ranks
         self.top = r.top_rank
         self.seed = None if seed is None else int(seed)  # a numpy int would not go to JSON

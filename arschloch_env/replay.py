@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from arschloch_env.cards import CardError, parse_card
 from arschloch_env.engine import GIVE, LAY, TAKE, DealError, Game, IllegalActionError
 from arschloch_env.records import RecordError, read_matches
-from arschloch_env.rules import Rules, RulesError, is_integer
+from arschloch_env.rules import Rules, RulesError
 
 _CARD_LISTS = ("cards", "leftover")
 
@@ -144,21 +144,6 @@ def _deal(event: dict) -> tuple[dict, list]:
     return hands, leftover
 
 
-def _check_header(header: dict) -> None:
-    """Raises ValueError, naming the field, for a ``match`` event whose seed, index or agents
-    are not of the record format."""
-    seed, index, agents = header.get("seed"), header.get("index", 0), header.get("agents")
-    if seed is not None and not (is_integer(seed) and seed >= 0):
-        raise ValueError(f"match.seed: {seed!r} is not allowed; allowed: an integer >= 0 or "
-                         f"null")
-    if not (is_integer(index) and index >= 0):
-        raise ValueError(f"match.index: {index!r} is not allowed; allowed: an integer >= 0")
-    if agents is not None and not (isinstance(agents, dict)
-                                   and all(isinstance(v, str) for v in agents.values())):
-        raise ValueError(f"match.agents: {agents!r} is not allowed; allowed: an object of "
-                         f"player name to agent spec")
-
-
 def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
     """Re-plays one match (as read by :func:`read_matches`) and reports the first break."""
     no, header = events[0]
@@ -176,9 +161,8 @@ def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
               and isinstance(ev.get("from"), str)):  # any other giver fails its own check
             gifts.setdefault((len(deals), ev["from"]), ev["cards"])
     try:
-        _check_header(header)
         rules = Rules.from_dict(header.get("rules"))
-        game = Game(rules, seed=header.get("seed"), match_index=int(header.get("index", 0)),
+        game = Game(rules, seed=header.get("seed"), match_index=header.get("index", 0),
                     record=True, agents=header.get("agents"), deals=deals, gifts=gifts)
     except (RulesError, DealError, CardError, TypeError, ValueError) as exc:
         res.error, res.error_line = f"cannot set up the match: {exc}", no

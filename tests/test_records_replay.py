@@ -276,6 +276,20 @@ def test_replay_names_a_bad_match_header_field(tmp_path, field, value):
     assert f"match.{field}: {value!r} is not allowed" in res.error
 
 
+@pytest.mark.parametrize("field,value", [
+    ("match_index", -1), ("match_index", 1.7), ("match_index", "2"), ("seed", -3),
+    ("seed", 2.5), ("agents", {"player_9": "random"}), ("agents", {"player_0": 3}),
+    ("agents", ["random"]),
+])
+def test_game_refuses_what_a_record_cannot_hold(field, value):
+    """A game writes its seed, match index and agents into its record: values that replay
+    would refuse (an index below 0, a truncated float, agents of no seat) are refused up
+    front, by the same check."""
+    record_field = {"match_index": "index"}.get(field, field)
+    with pytest.raises(ValueError, match=rf"match\.{record_field}: .* is not allowed"):
+        Game("culo", record=True, **{"seed": 1, field: value})
+
+
 def test_replay_bad_deal_and_early_end(tmp_path):
     g = random_match("culo", 3, 9)
     events = [dict(e) for e in g.events]
