@@ -397,6 +397,11 @@ def test_export_cli_and_bundle_as_agent_spec(smoke_run, tmp_path):
     assert res.returncode == 0, res.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["presets"] == ["culo"] and manifest["players"] == [4]
+    # the play command it suggests runs: one spec for every other seat, whatever their number
+    suggested = res.stdout.splitlines()[-1].split()
+    assert suggested[:2] == ["arschloch", "play"] and suggested[-2:] == ["--bots", str(out)]
+    res = cli(*suggested[1:], input="quit\n")
+    assert res.returncode == 0 and "you left the game" in res.stdout, res.stderr
     assert manifest["training"]["evaluation"]["results"]["random"]["rank_points"] > 1.5
     res = cli("simulate", "--rules", "culo", "--players", "4", "--matches", "3",
               "--agents", out, "random", "random", "random")

@@ -190,7 +190,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
                        torch_program=torch_policy(mlp) if args.torch else None)
     print(f"bundle written to {out}; use it as an agent spec, e.g.\n"
           f"  arschloch play --rules {rules['preset']} --players {rules['num_players']} "
-          f"--bots {out} {out} {out}")
+          f"--bots {out}")
     return 0
 
 
