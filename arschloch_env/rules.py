@@ -87,6 +87,8 @@ class Rules:
     """``"president"``: the President of the last round wins; ``"points"``: highest total, ties share."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.rank_order, list):  # the JSON form's list, as from_dict takes it
+            object.__setattr__(self, "rank_order", tuple(self.rank_order))
         _validate(self)
 
     # -- construction -------------------------------------------------------------------------

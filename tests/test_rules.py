@@ -252,6 +252,15 @@ def test_rank_order_permutations_accepted():
     assert len(make_rules("culo", 4, rank_order=tuple(TAVERN)).rank_order) == 13
 
 
+def test_the_json_form_constructs_rules_directly():
+    """Rules(**rules.to_dict()) is the same rules: the JSON form's rank order is a list."""
+    for preset in PRESETS:
+        rules = make_rules(preset, 5)
+        again = Rules(**rules.to_dict())
+        assert again == rules and isinstance(again.rank_order, tuple)
+        assert hash(again) == hash(rules)
+
+
 def test_not_a_mapping():
     with pytest.raises(RulesError, match="mapping"):
         Rules.from_dict(["culo"])
