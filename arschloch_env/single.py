@@ -5,8 +5,11 @@ agents (any object with ``act(observation, view)``, a plain callable of the same
 or an agent spec such as ``"random"``). One episode is one match; the reward is the learner's
 own round-end reward (as in the AEC env), summed over the opponents' moves between two of its
 decisions (rounds that end before its first decision are paid with its first step), so that
-an episode's rewards sum to its result of the match. ``action_masks()`` is a method of the env
-itself, so it works through ``SubprocVecEnv``.
+an episode's rewards sum to its result of the match. The observation is the AEC env's dict,
+the vector with its int8 ``action_mask`` (INTERFACES.md's action encoding), which Gymnasium's
+``action_space.sample(mask)`` takes; ``mask_in_observation=False`` gives the vector alone, as
+SB3's ``MlpPolicy`` needs, with the mask from ``action_masks()`` (bool), a method of the env
+itself, so it works through ``SubprocVecEnv``. ``info["action_mask"]`` has it too (int8).
 
 SB3's and Gymnasium's checkers sample actions without a mask, so an illegal action here is void
 as the rules say: nothing changes, the same seat acts again, and the step returns
@@ -54,8 +57,9 @@ class SingleSeatEnv(gym.Env):
         record_path: write every match as a game record there (closed by ``close()``),
             with the learner's seat named ``"learner"`` and each opponent by its spec.
         mask_in_observation: the observation is the AEC env's dict, the vector with its int8
-            ``action_mask`` (as INTERFACES.md's action encoding has it), instead of the vector
-            alone, which SB3's ``MlpPolicy`` with ``action_masks()`` needs (the default).
+            ``action_mask`` (as INTERFACES.md's action encoding has it; the default), or with
+            ``False`` the vector alone, which SB3's ``MlpPolicy`` with ``action_masks()``
+            needs.
     """
 
     metadata = {"render_modes": ["ansi", "human"]}
@@ -65,7 +69,7 @@ class SingleSeatEnv(gym.Env):
                  opponent_sampler: OpponentSampler | None = None, reward: str = "place",
                  on_illegal: str = "penalty", illegal_penalty: float = -0.1,
                  render_mode: str | None = None, record_path: str | None = None,
-                 mask_in_observation: bool = False, **overrides: Any):
+                 mask_in_observation: bool = True, **overrides: Any):
         from agents.base import agent_label, make_agent
         if num_players is None and not isinstance(rules, (Rules, dict)):
             num_players = 4
@@ -140,7 +144,7 @@ class SingleSeatEnv(gym.Env):
         self._carry = reward
         if self.render_mode == "human":
             self.render()
-        return self._obs(), {"action_mask": self.action_masks(), "seat": self.seat,
+        return self._obs(), {"action_mask": self._info_mask(), "seat": self.seat,
                              "reward_before_first_move": reward, "skipped_matches": skipped}
 
     def _start_match(self) -> float:
@@ -181,12 +185,12 @@ class SingleSeatEnv(gym.Env):
                 raise
             self.illegal_count += 1
             return self._obs(), self.illegal_penalty, False, False, {
-                "action_mask": self.action_masks(), "illegal": True,
+                "action_mask": self._info_mask(), "illegal": True,
                 "illegal_count": self.illegal_count}
         reward, self._carry = self._carry + self._learner_reward(), 0.0
         reward += self._play_opponents()
         terminated = g.is_over
-        info = {"action_mask": self.action_masks(), "illegal": False,
+        info = {"action_mask": self._info_mask(), "illegal": False,
                 "illegal_count": self.illegal_count}
         if terminated:
             info["places"] = g.last_places
@@ -205,6 +209,9 @@ class SingleSeatEnv(gym.Env):
             return np.zeros(self.num_actions, dtype=bool)
         self._require_learner_to_act()
         return g.legal_mask().astype(bool)
+
+    def _info_mask(self) -> np.ndarray:
+        return self.action_masks().astype(np.int8)  # as the observation's, for sample(mask)
 
     def render(self) -> str | None:
         if self.render_mode is None or self.game is None:

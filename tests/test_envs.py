@@ -239,24 +239,29 @@ def test_gymnasium_check_env():
             check_env(env, skip_render_check=True)
 
 
-def test_single_seat_can_carry_the_mask_in_the_observation():
+def test_single_seat_observation_carries_the_mask():
+    """INTERFACES.md: the observation carries an int8 action_mask (Gymnasium's
+    sample(mask) takes it); mask_in_observation=False gives the vector alone, for SB3."""
     from gymnasium.utils.env_checker import check_env
-    env = SingleSeatEnv(rules="tavern", num_players=4, seat=2, rounds=1,
-                        mask_in_observation=True)
+    env = SingleSeatEnv(rules="tavern", num_players=4, seat=2, rounds=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check_env(env, skip_render_check=True)
-    flat = SingleSeatEnv(rules="tavern", num_players=4, seat=2, rounds=1)
-    obs, _ = env.reset(seed=3)
+    flat = SingleSeatEnv(rules="tavern", num_players=4, seat=2, rounds=1,
+                         mask_in_observation=False)
+    assert isinstance(flat.observation_space, gymnasium.spaces.Box)
+    obs, info = env.reset(seed=3)
     same, _ = flat.reset(seed=3)
     done = False
     while not done:
         assert env.observation_space.contains(obs)
-        assert obs["action_mask"].dtype == np.int8
+        assert obs["action_mask"].dtype == info["action_mask"].dtype == np.int8
         assert np.array_equal(obs["action_mask"], env.action_masks().astype(np.int8))
+        assert np.array_equal(info["action_mask"], obs["action_mask"])
         assert np.array_equal(obs["observation"], same)
-        action = int(np.flatnonzero(obs["action_mask"])[-1])
-        obs, _, done, _, _ = env.step(action)
+        action = int(env.action_space.sample(mask=obs["action_mask"]))
+        assert obs["action_mask"][action] == 1
+        obs, _, done, _, info = env.step(action)
         same, *_ = flat.step(action)
     with pytest.raises(ValueError, match="mask_in_observation 1 is not a bool"):
         SingleSeatEnv(mask_in_observation=1)
@@ -323,7 +328,7 @@ def test_single_seat_illegal_action_is_void_with_penalty():
     obs2, reward, term, trunc, info = env.step(illegal)
     assert reward == -0.5 and not term and not trunc
     assert info["illegal"] is True and info["illegal_count"] == 1
-    assert np.array_equal(obs, obs2)
+    assert all(np.array_equal(obs[k], obs2[k]) for k in ("observation", "action_mask"))
     assert ([h[:] for h in env.game.hands], env.game.sizes[:], env.game.current) == state_before
     assert np.array_equal(env.action_masks(), mask)
     # And a legal action afterwards goes through.
@@ -383,8 +388,9 @@ def test_single_seat_render(capsys):
     assert "culo, 3 players" in capsys.readouterr().out
 
 
-def _make_single():
-    return SingleSeatEnv(rules="culo", num_players=4, seat=None, rounds=1)
+def _make_single():  # as SB3 trains it: the vector, with action_masks() on the env
+    return SingleSeatEnv(rules="culo", num_players=4, seat=None, rounds=1,
+                         mask_in_observation=False)
 
 
 def test_action_masks_through_subproc_vec_env():
@@ -422,8 +428,8 @@ def test_gymnasium_registry_free_construction():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         obs, info = env_reset_passive_checker(env, seed=0)
-    assert obs.shape == (593,) and isinstance(info, dict)
-    assert isinstance(env.observation_space, gymnasium.spaces.Box)
+    assert obs["observation"].shape == (593,) and obs["action_mask"].shape == (79,)
+    assert isinstance(info, dict) and isinstance(env.observation_space, gymnasium.spaces.Dict)
 
 
 # -- robustness ------------------------------------------------------------------------------------

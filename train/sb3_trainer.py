@@ -80,7 +80,7 @@ def make_env(cfg: TrainConfig, index: int, league_dir: Path, worker: bool = Fals
         from arschloch_env.single import SingleSeatEnv
         env = SingleSeatEnv(rules_for(cfg, cfg.players[index % len(cfg.players)]),
                             opponent_sampler=LeagueSampler(league_dir, cfg.league.mix),
-                            on_illegal="penalty")
+                            on_illegal="penalty", mask_in_observation=False)
         return Monitor(env, info_keywords=("illegal_count",))
     return thunk
 
