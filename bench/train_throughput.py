@@ -87,14 +87,11 @@ def bench_vec(cfg, args) -> None:
             stats = ppo_vec.collect_rollout(tables, nets, buf, gen, device)
             torch.set_num_threads(cfg.torch_threads)
             t1 = time.perf_counter()
-            adv, valid = ppo_vec.compute_advantages(
-                buf.seat, buf.trained, buf.rewards, buf.done, buf.value, buf.end_seat,
-                buf.end_value, cfg.ppo.gamma, cfg.ppo.gae_lambda)
-            ppo_vec.ppo_update(nets, opt, buf, adv, valid, cfg, gen, device)
+            samples, _ = ppo_vec.learn(nets, opt, buf, cfg, gen, device)
             t2 = time.perf_counter()
             collect, update = collect + t1 - t0, update + t2 - t1
-            steps += int(valid.sum())
-            rows += buf.seat.size
+            steps += samples
+            rows += buf.steps * buf.seat.shape[1]
             assert stats["illegal"] == 0
         elapsed = time.perf_counter() - start
         if profiler is not None:

@@ -90,12 +90,11 @@ def _trajectory(games: int = 1, rotate: int = 0):
 
 def test_gae_by_hand():
     seat, trained, rewards, done, values = _trajectory()
-    adv, valid = compute_advantages(seat, trained, rewards, done, values,
-                                    end_seat=np.array([-1]), end_value=np.zeros(1), gamma=GAMMA,
-                                    lam=LAM)
+    adv, valid, open_return = compute_advantages(seat, trained, rewards, done, values,
+                                                 gamma=GAMMA, lam=LAM)
     # Backwards. t=6 and t=5: the seats' last moves of the rollout, their next information
-    # state is not known (seat 1 is to act): not trained on (valid False). t=4: the match
-    # ends, every carry is terminal; then its rewards (-1, 1, 0) are added.
+    # state is not known (seat 1 is to act): open, not trained on yet (valid False). t=4: the
+    # match ends, every carry is terminal; then its rewards (-1, 1, 0) are added.
     # t=3, seat 0: delta = -1 + 0.9*0 - 0.4 = -1.4, A = -1.4 (terminal next)
     # t=2, seat 2: its reward -1 arrived on its own move; delta = -1 - 0.2 = -1.2, A = -1.2
     # t=0, seat 0: the +1 of t=2 arrived on seat 2's move; its next transition is t=3:
@@ -104,25 +103,65 @@ def test_gae_by_hand():
     np.testing.assert_allclose(adv[:, 0], expected, atol=1e-6)
     assert valid[:, 0].tolist() == [True, False, True, True, False, False, False]
     np.testing.assert_allclose((adv + values)[[0, 2, 3], 0], [0.73, -1.0, -1.0], atol=1e-6)
+    assert not open_return.any()
 
 
-def test_gae_bootstraps_the_seat_to_act():
+def test_open_transitions_are_finished_by_the_next_rollout():
+    """The table above as one rollout, with 0.5 more for seat 2 after the last step: seat 2's
+    move at t=5 and seat 0's at t=6 are open at its end. They are carried, with the rewards
+    they have had, into the next rollout and finished there:
+
+      t  seat  trained  value  rewards after the step  done
+      0   2     yes     0.7     0  0  0
+      1   1     no      -       1  0 -1               match end
+    """
+    from train.ppo_vec import CARRIED, Rollout, carry_open_transitions
+
+    buf = Rollout(7, 1, obs_size=2, state_size=None, num_actions=3)
+    main = slice(CARRIED, None)
     seat, trained, rewards, done, values = _trajectory()
-    # Seat 2 is to act after the last step, its value 0.7: its move at t=5 is complete:
-    # delta = 0 + 0.9*0.7 - 0.3 = 0.33. Seat 0's move at t=6 still is not.
-    adv, valid = compute_advantages(seat, trained, rewards, done, values,
-                                    end_seat=np.array([2]), end_value=np.array([0.7]),
-                                    gamma=GAMMA, lam=LAM)
-    np.testing.assert_allclose(adv[:, 0], [0.23, 0, -1.2, -1.4, 0, 0.33, 0], atol=1e-6)
-    assert valid[:, 0].tolist() == [True, False, True, True, False, True, False]
+    rewards[6, 0, 2] = 0.5
+    buf.seat[main], buf.trained[main], buf.rewards[main] = seat, trained, rewards
+    buf.done[main], buf.value[main] = done, values
+    buf.obs[main, 0] = np.arange(7)[:, None]  # row t's observation: (t, t)
+    buf.logp[main, 0] = -np.arange(7) / 10
+
+    def update():
+        adv, valid, open_return = compute_advantages(buf.seat, buf.trained, buf.rewards,
+                                                     buf.done, buf.value, GAMMA, LAM)
+        carry_open_transitions(buf, valid, open_return)
+        return adv[:, 0], valid[:, 0]
+
+    adv, valid = update()
+    np.testing.assert_allclose(adv[main], [0.23, 0, -1.2, -1.4, 0, 0, 0], atol=1e-6)
+    assert not valid[:CARRIED].any()
+    # carried: seat 0's move of t=6 to row 0, seat 2's of t=5 (with its 0.5) to row 2
+    assert buf.trained[:CARRIED, 0].tolist() == [True, False, True, False, False, False]
+    assert buf.obs[[0, 2], 0, 0].tolist() == [6, 5]
+    np.testing.assert_allclose(buf.logp[[0, 2], 0], [-0.6, -0.5])
+    np.testing.assert_allclose(buf.value[[0, 2], 0], [0.6, 0.3])
+    np.testing.assert_allclose(buf.rewards[:CARRIED, 0, 2], [0, 0, 0.5, 0, 0, 0])
+    assert not buf.rewards[:CARRIED, 0, [0, 1, 3, 4, 5]].any()
+
+    buf.seat[main], buf.trained[main], buf.value[main] = 0, False, 0.0
+    buf.rewards[main], buf.done[main] = 0.0, False
+    buf.seat[CARRIED:CARRIED + 2, 0], buf.trained[CARRIED, 0] = [2, 1], True
+    buf.value[CARRIED, 0] = 0.7
+    buf.rewards[CARRIED + 1, 0, :3], buf.done[CARRIED + 1, 0] = [1, 0, -1], True
+    adv, valid = update()
+    # t=0, seat 2: delta = -1 + 0 - 0.7 = -1.7 (terminal next)
+    # carried seat 2: delta = 0.5 + 0.9*0.7 - 0.3 = 0.83, A = 0.83 + 0.9*0.5*(-1.7) = 0.065
+    # carried seat 0: the match ended before it acted again: delta = 1 + 0 - 0.6 = 0.4
+    np.testing.assert_allclose(adv[[0, 2, CARRIED]], [0.4, 0.065, -1.7], atol=1e-6)
+    assert np.flatnonzero(valid).tolist() == [0, 2, CARRIED]
+    assert not buf.trained[:CARRIED].any()  # nothing left open
 
 
 def test_gae_keeps_games_and_seats_apart():
     # Three games of the same trajectory with the seats renumbered: the same advantages.
     seat, trained, rewards, done, values = _trajectory(games=3, rotate=1)
-    adv, valid = compute_advantages(seat, trained, rewards, done, values,
-                                    end_seat=np.full(3, -1), end_value=np.zeros(3),
-                                    gamma=GAMMA, lam=LAM)
+    adv, valid, _ = compute_advantages(seat, trained, rewards, done, values, gamma=GAMMA,
+                                       lam=LAM)
     for g in range(3):
         np.testing.assert_allclose(adv[:, g], [0.23, 0, -1.2, -1.4, 0, 0, 0], atol=1e-6)
         assert (valid[:, g] == valid[:, 0]).all()
@@ -177,7 +216,7 @@ def test_batched_snapshots_match_each_snapshots_mlp(tmp_path):
         np.testing.assert_allclose(got[i], mlps[which[i]](obs[i]), rtol=1e-4, atol=1e-4)
 
 
-def test_one_rollout_over_tables_of_every_size(tmp_path):
+def test_rollouts_over_tables_of_every_size_drop_no_transition(tmp_path):
     """Tables of 3, 5 and 6 players step into one buffer, the learner's rows of all of them in
     one forward and the snapshots' in another: each row keeps its table's seats, legal
     actions and rewards, and the log-probability and value of its own observation. Agent
@@ -193,7 +232,7 @@ def test_one_rollout_over_tables_of_every_size(tmp_path):
     cfg = load_config(CONFIGS[0], [*SMALL, "players=[3,5,6]", "vec.num_games=96",
                                    "vec.critic_state=true"])
     league = League(tmp_path / "league", cfg.league.max_snapshots)
-    tables, nets, _, buf, pool, gen, device = ppo_vec.setup(cfg, league, 0)
+    tables, nets, opt, buf, pool, gen, device = ppo_vec.setup(cfg, league, 0)
     for k in range(2):
         league.add_snapshot(actor_mlp(nets.actor, nets.activation), k)
     pool.refresh()
@@ -203,13 +242,15 @@ def test_one_rollout_over_tables_of_every_size(tmp_path):
     assert stats["illegal"] == 0
     assert {"current", "snapshots", "random", "greedy", "expert"} <= set(stats["seats"])
     start = 0
+    steps = slice(ppo_vec.CARRIED, None)
+    assert not buf.trained[:ppo_vec.CARRIED].any()  # nothing carried into the first rollout
     for table in tables:
         c = slice(start, start + table.B)
         start += table.B
-        assert (buf.seat[:, c] < table.n).all() and not buf.rewards[:, c, table.n:].any()
-        assert np.take_along_axis(buf.mask[:, c], buf.action[:, c, None], axis=2).all()
+        assert (buf.seat[steps, c] < table.n).all() and not buf.rewards[:, c, table.n:].any()
+        assert np.take_along_axis(buf.mask[steps, c], buf.action[steps, c, None], axis=2).all()
     trained = buf.trained
-    assert trained.any() and (~trained).any() and not buf.logp[~trained].any()
+    assert trained.any() and (~trained[steps]).any() and not buf.logp[~trained].any()
     with torch.no_grad():
         legal = torch.from_numpy(buf.mask[trained].astype(bool))
         logp = torch.log_softmax(torch.where(legal, nets.actor(torch.from_numpy(
@@ -218,6 +259,17 @@ def test_one_rollout_over_tables_of_every_size(tmp_path):
         value = nets.critic(torch.from_numpy(buf.state[trained]))[:, 0]
     np.testing.assert_allclose(chosen.numpy(), buf.logp[trained], atol=1e-4)
     np.testing.assert_allclose(value.numpy(), buf.value[trained], atol=1e-4)
+
+    # No trained transition is dropped: each is trained on once, in its rollout's update or,
+    # open at its end, in a later one, unless it is still open.
+    collected, updated = int(buf.trained[steps].sum()), 0
+    for _ in range(3):
+        samples, _ = ppo_vec.learn(nets, opt, buf, cfg, gen, device)
+        updated += samples
+        assert buf.trained[:ppo_vec.CARRIED].sum() > len(tables)  # about one per seat, game
+        ppo_vec.collect_rollout(tables, nets, buf, gen, device)
+        collected += int(buf.trained[steps].sum())
+    assert collected == updated + int(buf.trained.sum())
 
 
 def test_sampling_is_legal_and_follows_the_policy():

@@ -20,20 +20,23 @@ The loop, per iteration:
 2. :func:`compute_advantages`: GAE backwards over the steps with carries per (game, seat).
    Episodes are matches: rewards arrive at round ends on whichever seat's move ended the
    round, ``gamma`` discounts per decision of a seat across rounds, a match end is terminal.
-3. :func:`ppo_update`: clipped PPO on the trained rows only (masked logits, so illegal actions
-   are impossible; ``charts/illegal_actions`` counts attempts and stays 0).
-4. League snapshot, TensorBoard, evaluation against fixed fields (``train.evaluate``, the actor
+3. :func:`ppo_update`: clipped PPO on the trained rows whose return is known (masked logits,
+   so illegal actions are impossible; ``charts/illegal_actions`` counts attempts and stays 0).
+4. :func:`carry_open_transitions`: the rest go on to the next rollout (below).
+5. League snapshot, TensorBoard, evaluation against fixed fields (``train.evaluate``, the actor
    exported to :class:`~agents.mlp.MLP`), best-so-far and periodic checkpoints.
 
-**Bootstrap at the rollout end.** The critic values a seat's information state when that
-seat is to act, the only states it is trained on. Of a trained seat that is not to act at the
-end, the state after its last move of the rollout is not one of those, so that last
-transition is not trained on in this rollout; its value still bootstraps the transitions
-before it, which is exact (it is the value of their next information state), so every
-trained row has an exact GAE target. The seat to act at the end is bootstrapped with the
-value of its observation and keeps its last transition. The dropped rows, about one per
-trained seat and game per rollout (5% at 64 steps), fall at every stage of a round (the
-games are out of step with each other), so dropping them costs data, not bias.
+**Transitions open at the rollout end.** The critic values a seat's information state when
+that seat is to act, the only states it is trained on. A trained seat's last transition of a
+rollout has a known return only if the seat acted again, or its match ended, before the
+rollout did. The others stay open: about one per trained seat and game, more often after a
+move that leaves the seat waiting long (going out waits for the next round), so dropping them
+would weigh some actions less than others in the same state. Each is carried instead, with the
+rewards it has had, into one of six rows per game before the next rollout's steps (one per
+seat), where the same backward pass finishes it with its seat's next transition or its match
+end, and it is trained on in that update (its stored log-probability is its behaviour
+policy's, so the PPO ratio stays right). Nothing is carried across a resume: the games
+restart there.
 
 **Speed** (``bench/train_throughput.py``): every step is one batched forward of the learner
 over its rows and one of all snapshots together (:class:`~train.ppo_vec_seats.SnapshotPool`),
@@ -134,23 +137,32 @@ def make_tables(cfg: TrainConfig, steps: int, pool: SnapshotPool, rng, generator
     return tables
 
 
+CARRIED = SEATS
+"""Rows before a rollout's steps: row s of game j holds seat s's open transition carried over
+from the rollouts before (``trained`` there marks one), ``rewards`` the rewards it has had."""
+
+
 class Rollout:
-    """Preallocated numpy buffers of one rollout, [T, B, ...] (B: all tables' games)."""
+    """Preallocated numpy buffers, [CARRIED + T, B, ...] (B: all tables' games): the carried
+    rows, then the T steps of one rollout."""
 
     def __init__(self, T: int, B: int, obs_size: int, state_size: int | None, num_actions: int):
-        self.obs = np.zeros((T, B, obs_size), np.float32)
-        self.state = np.zeros((T, B, state_size), np.float32) if state_size else None
-        self.mask = np.zeros((T, B, num_actions), np.int8)
-        self.action = np.zeros((T, B), np.int64)
-        self.logp = np.zeros((T, B), np.float32)
-        self.value = np.zeros((T, B), np.float32)
-        self.seat = np.zeros((T, B), np.int64)
-        self.trained = np.zeros((T, B), bool)
-        self.rewards = np.zeros((T, B, SEATS), np.float32)
-        self.done = np.zeros((T, B), bool)
-        self.end_seat = np.full(B, -1, np.int64)
-        """The seat to act after the last step where it is a trained seat, else -1."""
-        self.end_value = np.zeros(B, np.float32)
+        rows = CARRIED + T
+        self.obs = np.zeros((rows, B, obs_size), np.float32)
+        self.state = np.zeros((rows, B, state_size), np.float32) if state_size else None
+        self.mask = np.zeros((rows, B, num_actions), np.int8)
+        self.action = np.zeros((rows, B), np.int64)
+        self.logp = np.zeros((rows, B), np.float32)
+        self.value = np.zeros((rows, B), np.float32)
+        self.seat = np.zeros((rows, B), np.int64)
+        self.trained = np.zeros((rows, B), bool)
+        self.rewards = np.zeros((rows, B, SEATS), np.float32)
+        self.done = np.zeros((rows, B), bool)
+        self.seat[:CARRIED] = np.arange(CARRIED)[:, None]
+
+    @property
+    def steps(self) -> int:
+        return self.obs.shape[0] - CARRIED
 
 
 def policy_act(nets: Nets, obs: np.ndarray, mask: np.ndarray, critic_in: np.ndarray | None,
@@ -165,23 +177,17 @@ def policy_act(nets: Nets, obs: np.ndarray, mask: np.ndarray, critic_in: np.ndar
     return actions.cpu().numpy(), logp.cpu().numpy(), value.cpu().numpy()
 
 
-def critic_values(nets: Nets, x: np.ndarray, device) -> np.ndarray:
-    import torch
-    with torch.inference_mode():
-        return nets.critic(torch.from_numpy(x).to(device))[:, 0].cpu().numpy()
-
-
 def collect_rollout(tables: list[Table], nets: Nets, buf: Rollout, generator,
                     device) -> dict[str, Any]:
-    """Fills ``buf`` with ``T`` steps of every table; returns counts for the logs.
+    """Fills the steps of ``buf`` (after its carried rows) with every table's moves; returns
+    counts for the logs.
 
     Each step writes every table's rows into the buffer first and reads them from there, so
     the learner's rows of all tables go through one forward, and so do the snapshots'."""
-    T = buf.obs.shape[0]
     ends = np.cumsum([table.B for table in tables])
     cols = [slice(end - table.B, end) for table, end in zip(tables, ends)]
     illegal = 0
-    for t in range(T):
+    for t in range(CARRIED, CARRIED + buf.steps):
         obs, mask, seat = buf.obs[t], buf.mask[t], buf.seat[t]
         kind = np.empty(len(seat), np.int8)
         which = np.empty(len(seat), np.int64)
@@ -212,13 +218,6 @@ def collect_rollout(tables: list[Table], nets: Nets, buf: Rollout, generator,
             rewards, done = table.step(actions[c])
             buf.rewards[t, c, :table.n] = rewards
             buf.done[t, c] = done
-    # the seat to act next: its value bootstraps its last transition
-    for table, c in zip(tables, cols):
-        seat = table.seat
-        trained = table.acting_kind(seat) <= CURRENT
-        x = table.vg.state() if nets.critic_state else table.obs
-        buf.end_seat[c] = np.where(trained, seat, -1)
-        buf.end_value[c] = critic_values(nets, x, device)
     returns, lengths = map(np.concatenate, zip(*[table.take_finished() for table in tables]))
     seats: dict[str, int] = {}
     for table in tables:
@@ -230,8 +229,8 @@ def collect_rollout(tables: list[Table], nets: Nets, buf: Rollout, generator,
 
 # -- advantages -------------------------------------------------------------------------------
 
-def compute_advantages(seat, trained, rewards, done, values, end_seat, end_value,
-                       gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+def compute_advantages(seat, trained, rewards, done, values, gamma: float,
+                       lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """GAE over a multi-seat rollout, backwards over t with carries per (game, seat).
 
     Args:
@@ -240,13 +239,12 @@ def compute_advantages(seat, trained, rewards, done, values, end_seat, end_value
         rewards: float [T, B, S], every seat's rewards after step t.
         done: bool [T, B], the match of game j ended in step t (rewards[t] still belong to it).
         values: float [T, B], the critic's value of the acting seat before step t.
-        end_seat: int [B], the seat to act after the last step (if trained, else -1), whose
-            value ``end_value`` [B] bootstraps its last transition.
 
     Returns:
-        ``(advantages [T, B], valid [T, B])``; ``valid`` marks the trained transitions whose
-        return is known: all but the last one of each seat that is not to act at the end.
-        The value targets are ``advantages + values``.
+        ``(advantages [T, B], valid [T, B], open_return [T, B])``: ``valid`` marks the
+        trained transitions whose return is known (the seat acted again, or the match ended,
+        before the end); the others are open, and ``open_return`` holds the rewards each has
+        had. The value targets are ``advantages + values``.
 
     Carries per (game, seat), running backwards: ``acc`` the rewards since the seat's
     transition, ``next_value`` / ``next_adv`` of its next transition, ``known`` whether that
@@ -259,11 +257,9 @@ def compute_advantages(seat, trained, rewards, done, values, end_seat, end_value
     next_value = np.zeros((B, S), np.float64)
     next_adv = np.zeros((B, S), np.float64)
     known = np.zeros((B, S), bool)
-    games = np.flatnonzero(end_seat >= 0)
-    next_value[games, end_seat[games]] = end_value[games]
-    known[games, end_seat[games]] = True
     adv = np.zeros((T, B), np.float32)
     valid = np.zeros((T, B), bool)
+    open_return = np.zeros((T, B), np.float32)
     for t in reversed(range(T)):
         d = done[t]
         if d.any():
@@ -275,8 +271,24 @@ def compute_advantages(seat, trained, rewards, done, values, end_seat, end_value
         delta = acc[j, s] + gamma * next_value[j, s] - v
         a = np.where(known[j, s], delta + gamma * lam * next_adv[j, s], 0.0)
         adv[t, j], valid[t, j] = a, known[j, s]
+        open_return[t, j] = np.where(known[j, s], 0.0, acc[j, s])
         next_value[j, s], next_adv[j, s], acc[j, s], known[j, s] = v, a, 0.0, True
-    return adv, valid
+    return adv, valid, open_return
+
+
+def carry_open_transitions(buf: Rollout, valid: np.ndarray, open_return: np.ndarray) -> None:
+    """Moves every open transition of ``buf`` (trained, return not known) into its seat's
+    carried row, with the rewards it has had, for the next rollout to finish; one per (game,
+    seat) at most (a seat's later transition closes its earlier one)."""
+    t, j = np.nonzero(buf.trained & ~valid)
+    s = buf.seat[t, j]
+    for a in (buf.obs, buf.state, buf.mask, buf.action, buf.logp, buf.value):
+        if a is not None:
+            a[s, j] = a[t, j]  # a carried row still open stays where it is (t == s)
+    buf.trained[:CARRIED] = False
+    buf.trained[s, j] = True
+    buf.rewards[:CARRIED] = 0.0
+    buf.rewards[s, j, s] = open_return[t, j]
 
 
 # -- the update -------------------------------------------------------------------------------
@@ -359,11 +371,18 @@ def iteration(tables, nets, optimizer, buf, cfg, generator, device):
     torch.set_num_threads(cfg.vec.collect_threads)
     stats = collect_rollout(tables, nets, buf, generator, device)
     torch.set_num_threads(cfg.torch_threads)
-    adv, valid = compute_advantages(buf.seat, buf.trained, buf.rewards, buf.done, buf.value,
-                                    buf.end_seat, buf.end_value, cfg.ppo.gamma,
-                                    cfg.ppo.gae_lambda)
+    samples, losses = learn(nets, optimizer, buf, cfg, generator, device)
+    return samples, stats, losses
+
+
+def learn(nets, optimizer, buf, cfg, generator, device) -> tuple[int, dict[str, float]]:
+    """The update on a collected rollout, then its open transitions carried on:
+    ``(samples trained on, losses)``."""
+    adv, valid, open_return = compute_advantages(buf.seat, buf.trained, buf.rewards, buf.done,
+                                                 buf.value, cfg.ppo.gamma, cfg.ppo.gae_lambda)
     losses = ppo_update(nets, optimizer, buf, adv, valid, cfg, generator, device)
-    return int(valid.sum()), stats, losses
+    carry_open_transitions(buf, valid, open_return)
+    return int(valid.sum()), losses
 
 
 # -- the run ----------------------------------------------------------------------------------
@@ -493,6 +512,6 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     return final
 
 
-__all__ = ["Nets", "Rollout", "collect_rollout", "compute_advantages", "iteration",
-           "make_nets", "make_optimizer", "make_tables", "passive_openmp", "policy_act",
-           "ppo_update", "setup", "train"]
+__all__ = ["Nets", "Rollout", "carry_open_transitions", "collect_rollout",
+           "compute_advantages", "iteration", "learn", "make_nets", "make_optimizer",
+           "make_tables", "passive_openmp", "policy_act", "ppo_update", "setup", "train"]
