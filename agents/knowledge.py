@@ -244,20 +244,34 @@ class Knowledge:
             ``(hands, face_down)``: the card ids of every other seat still holding cards, and
             the unknown face-down cards.
 
+        Deals are drawn uniformly and those with a hand of top-rank cards only (under
+        ``no_finish_on_top``) rejected; when all ``tries`` are, as late in a round where most
+        unseen cards are of the top rank, a last deal first hands every seat that would
+        otherwise hold only top-rank cards one card of another rank: consistent, though not
+        uniform.
+
         Raises:
-            SampleError: nothing consistent was found in ``tries`` attempts.
+            SampleError: nothing consistent was found.
         """
         seat = self.seat
         others = [s for s in range(self.n) if s != seat and self.sizes[s] > 0]
         pinned = set().union(*self.forced.values()) if self.forced else set()
         free = [c for c in self.unseen if c not in pinned]
-        need = {s: self.sizes[s] - len(self.forced.get(s, ())) for s in others}
         capped = sorted((s for s in others if s in self.caps), key=lambda s: self.caps[s])
         top = self.top
         nf = self.rules.no_finish_on_top
-        for _ in range(tries):
+        for attempt in range(tries + 1):
             pool = list(free)
             hands: dict[int, list[int]] = {s: sorted(self.forced.get(s, ())) for s in others}
+            need = {s: self.sizes[s] - len(hands[s]) for s in others}
+            if attempt == tries and nf:
+                for s in others:
+                    low = [c for c in pool if c >> 2 != top and c < self.caps.get(s, c + 1)]
+                    if need[s] and low and all(c >> 2 == top for c in hands[s]):
+                        card = low[rng.integers(len(low))]
+                        hands[s].append(card)
+                        pool.remove(card)
+                        need[s] -= 1
             ok = True
             for s in capped:
                 cap = self.caps[s]

@@ -9,6 +9,8 @@ hand of top-rank cards only where that would already have been revealed.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -261,3 +263,30 @@ def test_mc_over_a_policy_shows_it_the_real_match_progress():
     mc.act = act
     play_match(make_rules("culo", 4, rounds=3), [mc, "greedy", "greedy", "greedy"], seed=1)
     assert len(progresses) == 3  # one per round
+
+
+def test_a_deal_is_found_where_most_unseen_cards_are_of_the_top_rank():
+    """culo-52 at 6 players with the four aces left over face down: late in the round the
+    opponents hold a card or two each and most unseen cards are aces, so nearly every uniform
+    deal gives some hand aces only (which no_finish_on_top rules out). Sampling must still
+    find consistent deals, or mc would drop its search."""
+    rules = make_rules("culo-52", 6, rounds=1)
+    deck = [r + s for r in rules.rank_order if r != "A" for s in "CSHD"]
+    cards = [deck[i] for i in np.random.default_rng(5).permutation(len(deck))]
+    hands = [cards[8 * i:8 * i + 8] for i in range(6)]
+    game = Game(rules, seed=5, deals=[(hands, ["AC", "AS", "AH", "AD"])], auto_pass=True)
+    encoder = Encoder(game.R)
+    knowledge = [Knowledge() for _ in range(6)]
+    hardest = 1.0
+    while not game.is_over:
+        seat = game.current
+        k = knowledge[seat].update(public_view(game, seat), observation_of(game, encoder, seat))
+        for t in range(100):
+            assert k.consistent(*k.sample(np.random.default_rng(t), tries=3)) == []
+        uniform = copy.copy(k)  # the same knowledge, deals not rejected: how many would be
+        uniform.rules = rules.replace(no_finish_on_top=False)
+        deals = [uniform.sample(np.random.default_rng(t))[0] for t in range(100)]
+        hardest = min(hardest, np.mean([not any(all(c >> 2 == k.top for c in h)
+                                                for h in d.values()) for d in deals]))
+        game.step(GreedyAgent().act(observation_of(game, encoder, seat), None))
+    assert hardest < 0.1, hardest  # the position the test is for arose
