@@ -5,8 +5,8 @@ A card is an int ``4 * rank + suit`` (rank index in the rules' ``rank_order``, s
 Arschloch's "highest cards" are the largest ids of its hand.
 
 :class:`Knowledge` is fed every public view (and observation) the seat receives in a match and
-keeps what it must remember between them (the card it took and the card it laid in the left-over
-swap). From that it derives, for the current decision:
+keeps what it must remember between them (the face-up cards it saw, the card it took and the
+card it laid in the left-over swap). From that it derives, for the current decision:
 
 * ``unseen``: the cards the seat has not seen, i.e. in another hand or face down;
 * ``forced``: cards known to be in one seat's hand (cards the seat gave in the exchange, while
@@ -15,11 +15,14 @@ swap). From that it derives, for the current decision:
   its highest cards, so what it kept is of no higher rank than the lowest card it gave (of that
   rank it may keep any suit: within a rank the engine moves a seat's cards in a suit order no
   other seat knows);
-* ``fd_unknown``: how many face-down cards (left-over, laid down) the seat has not seen.
+* ``fd_unknown``: how many face-down cards (left-over, laid down) the seat has not seen;
+* ``restricted``: the face-up left-over cards the seat saw as the first to swap and left for
+  the second: each is with that seat, face down (laid), or with the seat it gave cards to in
+  the exchange, unless played since.
 
 :meth:`Knowledge.sample` deals the unseen cards to the other seats and the face-down pile
-consistently with all of it (counts, forced cards, caps, and no hand of top-rank cards only
-under ``no_finish_on_top``, which would already have been revealed).
+consistently with all of it (counts, forced cards, caps, restricted cards, and no hand of
+top-rank cards only under ``no_finish_on_top``, which would already have been revealed).
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from arschloch_env.observation import Layout
 from arschloch_env.rules import Rules, make_rules
 
 SUIT_INDEX = {s: i for i, s in enumerate(SUITS)}
+FACE_DOWN = -1
+"""Where a restricted card may be besides seats: the face-down cards."""
 
 
 class SampleError(RuntimeError):
@@ -84,9 +89,11 @@ class Knowledge:
     Call :meth:`reset` at the start of a match, :meth:`update` with every view before
     deciding, and :meth:`note_action` with the action chosen in a ``take`` or ``lay`` phase.
 
-    It knows what the public view and the observation carry. Neither says which seat took
-    which face-up left-over card, nor who led round 1 under ``lowest_club`` (that seat held
-    the lowest club), so :meth:`sample` may deal such a card to another seat.
+    It knows what the public view and the observation carry, and what the seat itself saw.
+    Neither view nor observation says which seat took which face-up left-over card (only the
+    first to swap knows where the cards it left went), nor who led round 1 under
+    ``lowest_club`` (that seat held the lowest club), so :meth:`sample` may deal such a card to
+    another seat.
     """
 
     def __init__(self) -> None:
@@ -95,6 +102,7 @@ class Knowledge:
         self.round = 0
         self.taken: int | None = None
         self.laid: set[int] = set()
+        self.left_for_second: set[int] = set()
         self._before_note: tuple[int | None, set[int]] = (None, set())
 
     def reset(self, rules: Rules | dict | str, seat: int) -> None:
@@ -104,6 +112,7 @@ class Knowledge:
         self.round = 0
         self.taken = None
         self.laid = set()
+        self.left_for_second = set()
         self._revealed_slice = Layout(self.deck.R).slices["revealed"]
 
     # -- per decision ---------------------------------------------------------------------------
@@ -117,6 +126,7 @@ class Knowledge:
             self.round = view["round"]
             self.taken = None
             self.laid = set()
+            self.left_for_second = set()
         self._before_note = (self.taken, set(self.laid))
         rules, deck = self.rules, self.deck
         self.seat = seat = view["seat"]
@@ -132,6 +142,10 @@ class Knowledge:
         self.sizes = list(view["counts"])
         self.places = list(view["places"])
         self.titles = list(view["titles"])
+        if self.phase == "take" and sum(self.sizes) + len(self.face_up) == deck.size:
+            # the first to swap sees every left-over card; what it leaves face up goes on to
+            # the second (the card it takes it notes itself)
+            self.left_for_second = set(self.face_up)
         table = view["table"]
         if table:
             cards = deck.ids(table["cards"])
@@ -196,7 +210,29 @@ class Knowledge:
         others = sum(self.sizes) - self.sizes[seat]
         self.fd_unknown = len(self.unseen) - others
         self.laid_known = laid
+        self.restricted = self._restricted(unseen - pinned, roles)
         return self
+
+    def _restricted(self, free: set[int], roles: dict[str, int]) -> dict[int, set[int]]:
+        """The cards this seat left face up as the first to swap that the second took: each
+        with the second swapper (its hand, or laid face down) or with its exchange partner."""
+        left = (self.left_for_second - {self.taken}) & free
+        if not left:
+            return {}
+        n, seat = self.n, self.seat
+        # the second to swap took 4th place last round: at 4 players the Arschloch, at 5 the
+        # Vice-Arschloch, at 6 the other citizen (this seat took 3rd)
+        if n == 6:
+            second = next(s for s in range(n) if s != seat and s not in roles.values())
+        else:
+            second = roles.get({4: "Arschloch", 5: "Vice-Arschloch"}.get(n, ""), -2)
+        if second < 0:
+            return {}
+        where = {second, FACE_DOWN}
+        cards = self.rules.exchange_cards if n == 4 else self.rules.vice_exchange_cards
+        if n in (4, 5) and cards:
+            where.add(roles["President" if n == 4 else "Vice-President"])
+        return {c: where for c in left}
 
     def note_action(self, action: int, card: str | None = None) -> None:
         """Remembers the card moved by a take or lay: ``card`` where the player named it,
@@ -244,11 +280,11 @@ class Knowledge:
             ``(hands, face_down)``: the card ids of every other seat still holding cards, and
             the unknown face-down cards.
 
-        Deals are drawn uniformly and those with a hand of top-rank cards only (under
-        ``no_finish_on_top``) rejected; when all ``tries`` are, as late in a round where most
-        unseen cards are of the top rank, a last deal first hands every seat that would
-        otherwise hold only top-rank cards one card of another rank: consistent, though not
-        uniform.
+        Deals are drawn uniformly and those with a restricted card out of place or a hand of
+        top-rank cards only (under ``no_finish_on_top``) rejected; when all ``tries`` are, as
+        late in a round where most unseen cards are of the top rank, a last deal first puts
+        the restricted cards in their places and hands every seat that would otherwise hold
+        only top-rank cards one card of another rank: consistent, though not uniform.
 
         Raises:
             SampleError: nothing consistent was found.
@@ -264,14 +300,7 @@ class Knowledge:
             pool = list(free)
             hands: dict[int, list[int]] = {s: sorted(self.forced.get(s, ())) for s in others}
             need = {s: self.sizes[s] - len(hands[s]) for s in others}
-            if attempt == tries and nf:
-                for s in others:
-                    low = [c for c in pool if c >> 2 != top and c < self.caps.get(s, c + 1)]
-                    if need[s] and low and all(c >> 2 == top for c in hands[s]):
-                        card = low[rng.integers(len(low))]
-                        hands[s].append(card)
-                        pool.remove(card)
-                        need[s] -= 1
+            laid = self._seed_last_deal(rng, pool, hands, need) if attempt == tries else []
             ok = True
             for s in capped:
                 cap = self.caps[s]
@@ -294,11 +323,54 @@ class Knowledge:
                 k = need[s]
                 hands[s].extend(pool[j] for j in order[i:i + k])
                 i += k
-            face_down = [pool[j] for j in order[i:]]
+            face_down = laid + [pool[j] for j in order[i:]]
             if nf and any(all(c >> 2 == top for c in hands[s]) for s in others):
+                continue
+            if self._misplaced(hands, face_down):
                 continue
             return hands, face_down
         raise SampleError(f"no consistent deal found for seat {seat} in {tries} tries")
+
+    def _seed_last_deal(self, rng: np.random.Generator, pool: list[int],
+                        hands: dict[int, list[int]], need: dict[int, int]) -> list[int]:
+        """Before the last deal: each restricted card to one of its places with room left
+        (weighted by the room), then under ``no_finish_on_top`` a card of a rank below the top
+        to every seat that holds only top-rank cards so far; returns the cards put face down.
+        Takes them from ``pool`` and ``need``."""
+        laid: list[int] = []
+        room = {**need, FACE_DOWN: self.fd_unknown}
+        for c in sorted(self.restricted):
+            if c not in pool:
+                continue
+            places = [w for w in sorted(self.restricted[c]) if room.get(w, 0) > 0
+                      and (w == FACE_DOWN or c < self.caps.get(w, c + 1))]
+            if not places:
+                continue
+            weights = np.array([room[w] for w in places], float)
+            w = places[int(rng.choice(len(places), p=weights / weights.sum()))]
+            (laid if w == FACE_DOWN else hands[w]).append(c)
+            pool.remove(c)
+            room[w] -= 1
+            if w != FACE_DOWN:
+                need[w] -= 1
+        if self.rules.no_finish_on_top:
+            top = self.top
+            for s in need:
+                low = [c for c in pool if c >> 2 != top and c < self.caps.get(s, c + 1)]
+                if need[s] and low and all(c >> 2 == top for c in hands[s]):
+                    card = low[rng.integers(len(low))]
+                    hands[s].append(card)
+                    pool.remove(card)
+                    need[s] -= 1
+        return laid
+
+    def _misplaced(self, hands: dict[int, list[int]], face_down: list[int]) -> list[int]:
+        """The restricted cards a deal puts where they cannot be."""
+        if not self.restricted:
+            return []
+        where = {c: s for s, h in hands.items() for c in h}
+        return sorted(c for c, places in self.restricted.items()
+                      if where.get(c, FACE_DOWN) not in places)
 
     def consistent(self, hands: dict[int, list[int]], face_down: list[int]) -> list[str]:
         """Why a deal of the hidden cards contradicts the knowledge (empty when it does not)."""
@@ -328,6 +400,9 @@ class Knowledge:
                 errors.append(f"seat {s}: only top-rank cards")
         if len(face_down) != self.fd_unknown:
             errors.append(f"{len(face_down)} face-down cards, {self.fd_unknown} unknown")
+        misplaced = self._misplaced(hands, face_down)
+        if misplaced:
+            errors.append(f"cards left for the second swapper elsewhere: {misplaced}")
         return errors
 
 
@@ -340,4 +415,5 @@ def describe(knowledge: Knowledge) -> dict[str, Any]:
         # per seat under a cap, the highest rank it can still hold
         "caps": {s: knowledge.deck.order[(c >> 2) - 1] for s, c in knowledge.caps.items()},
         "fd_unknown": knowledge.fd_unknown,
+        "restricted": {names[c]: sorted(where) for c, where in knowledge.restricted.items()},
     }

@@ -53,9 +53,10 @@ def check_deal(k: Knowledge, hands, fd, exact: bool = True) -> None:
             assert all(c < k.caps[s] for c in h if c not in k.forced.get(s, set()))
 
 
-def run_game(preset: str, n: int, seed: int, steps: int, every: int = 1):
+def run_game(preset: str, n: int, seed: int, steps: int, every: int = 1) -> tuple[int, int]:
     """Plays random/greedy moves, feeding every seat's Knowledge, and checks the knowledge of
-    the acting seat every ``every`` decisions; yields nothing, asserts."""
+    the acting seat every ``every`` decisions; returns how many decisions it checked, and of
+    them how many knew where a left-over card the seat left for the second swapper is."""
     rules = make_rules(preset, num_players=n)
     g = Game(rules, seed=seed, auto_pass=True)
     enc = Encoder(g.R)
@@ -66,7 +67,7 @@ def run_game(preset: str, n: int, seed: int, steps: int, every: int = 1):
     ks = [Knowledge() for _ in range(n)]
     for i, k in enumerate(ks):
         k.reset(rules.to_dict(), i)
-    checked = 0
+    checked = restricted = 0
     for step in range(steps):
         if g.is_over:
             break
@@ -84,10 +85,11 @@ def run_game(preset: str, n: int, seed: int, steps: int, every: int = 1):
                 assert world.legal_actions() == g.legal_actions()
                 assert world.sizes == g.sizes and world.top_alive == g.top_alive
             checked += 1
+            restricted += bool(k.restricted)
         a = agents[s].act(obs, view)
         k.note_action(a)
         g.step(a)
-    return checked
+    return checked, restricted
 
 
 @given(preset=st.sampled_from(sorted(PRESETS)), n=st.integers(3, 6),
@@ -99,7 +101,47 @@ def test_true_deal_and_samples_are_consistent(preset, n, seed, steps):
 def test_every_preset_whole_matches():
     for preset in PRESETS:
         for n in (3, 4, 5, 6):
-            assert run_game(preset, n, seed=n, steps=10 ** 6, every=11) > 0
+            assert run_game(preset, n, seed=n, steps=10 ** 6, every=11)[0] > 0
+
+
+@pytest.mark.parametrize("preset,n", [("culo", 5), ("culo", 6), ("culo-52", 6),
+                                      ("culo-52", 5)])
+def test_the_first_swapper_knows_where_the_card_it_left_went(preset, n):
+    """The 3rd place sees every face-up left-over card; the one it leaves goes to the 4th
+    place, who keeps it, lays it face down or (as Vice-Arschloch) may give it on in the
+    exchange. The true deal and every sample put it there (Knowledge.consistent)."""
+    checked, restricted = run_game(preset, n, seed=1, steps=10 ** 6, every=1)
+    assert restricted > 10 and checked > restricted
+    # the same from the game record: the card the second swapper took, where it may be
+    rules = make_rules(preset, num_players=n)
+    g = Game(rules, seed=2, auto_pass=True, record=True)
+    enc = Encoder(g.R)
+    ks = [Knowledge() for _ in range(n)]
+    rng = np.random.default_rng(0)
+    sampled = 0
+    while not g.is_over:
+        s = g.current
+        view = public_view(g, s)
+        k = ks[s].update(view, observation_of(g, enc, s))
+        start = max(i for i, e in enumerate(g.events) if e["event"] == "round")
+        this_round = g.events[start:]
+        swaps = [e for e in this_round if e["event"] == "leftover_swap"]
+        if view["phase"] == "play" and len(swaps) == 2 and swaps[0]["player"] == f"player_{s}":
+            second = swaps[1]["player"]
+            card = k.deck.index[swaps[1]["take"]]
+            allowed = {int(second[7:]), -1} | {int(e["to"][7:]) for e in this_round
+                                               if e["event"] == "exchange"
+                                               and e["from"] == second}
+            if card in k.unseen:
+                for _ in range(20):
+                    hands, face_down = k.sample(rng)
+                    where = next((o for o, h in hands.items() if card in h), -1)
+                    assert where in allowed, (swaps, where)
+                    sampled += 1
+        a = GreedyAgent().act(observation_of(g, enc, s), view)
+        k.note_action(a)
+        g.step(a)
+    assert sampled
 
 
 def _until(g: Game, enc, agents, pred):
