@@ -54,7 +54,7 @@ def _table(R: int) -> list[tuple[str, tuple[int, ...], str]]:
                           "the left-over swap, thermometer"),
         ("received", (R, 4), "cards the observer received in this round's exchange or took "
                              "in the swap, thermometer"),
-        ("phase", (4,), "one-hot phase: play, give, take, lay"),
+        ("phase", (4,), "one-hot phase: play, give, take, lay (all 0 once the match is over)"),
         ("to_give", (4,), "one-hot cards still to give (0..3) when the observer is giving"),
         ("match_progress", (2,), "round / rounds (or best total / target_points); 1 in the "
                                  "match's last fixed round"),
@@ -235,7 +235,7 @@ class Encoder:
                           g.hands[seat] + g.played + g.face_up))
         pieces.append(THERMO[sum(map(POPCOUNT.__getitem__, g.revealed))])
         pieces.append(rank_hot[g.top_alive])
-        if g.table_count:
+        if g.table_count and phase != "over":  # a finished match has no play to beat
             pieces += (rank_hot[g.table_rank], hot4[g.table_count - 1],
                        hot6[(g.table_seat - seat) % n], ZERO)
         else:
@@ -302,8 +302,9 @@ class Encoder:
                                1.0 if g.round >= rules.rounds else 0.0)
         else:
             progress = _PACK_2(min(max(g.totals) / rules.target_points, 1.0), 0.0)
+        played_under = g.round_titles()  # after the last round, g.titles are that round's
         titles = b"".join(map(self._title_hot.__getitem__,
-                              g.titles[seat:] + g.titles[:seat])) + self._pad5[n]
+                              played_under[seat:] + played_under[:seat])) + self._pad5[n]
         totals = _pack_floats(map(_INV15.__mul__, g.totals[seat:] + g.totals[:seat])) + \
             self._pad1[n]
         return given_received, progress, titles, totals

@@ -322,3 +322,24 @@ class OtherExchangeLeak(Encoder):
 def test_comparison_catches_a_leaky_encoder(leaky, preset, n):
     with pytest.raises(AssertionError, match="slices differ: beyond the layout"):
         run_lockstep(preset, n, seed=7, enc_factory=leaky, check_vector=False)
+
+
+@pytest.mark.parametrize("preset,n", [("culo", 4), ("tavern", 5), ("culo-points", 3)])
+def test_the_observation_of_a_finished_match_agrees_with_its_view(preset, n):
+    """After the last round: the titles the round was played under (the view's), no play to
+    beat, and the phase all 0 (documented: the match is over)."""
+    from arschloch_env.observation import TITLE_INDEX, Layout
+    game = Game(make_rules(preset, n), seed=3, auto_pass=True)
+    rng = np.random.default_rng(0)
+    while not game.is_over:
+        game.step(int(rng.choice(game.legal_actions())))
+    encoder = Encoder(game.R)
+    for seat in range(n):
+        view = public_view(game, seat)
+        parts = Layout(game.R).views(encoder.observe(game, seat))
+        titles = view["titles"][seat:] + view["titles"][:seat]
+        assert view["table"] is None and None not in titles
+        assert [int(row.argmax()) for row in parts["seat_title"][:n]] == \
+            [TITLE_INDEX[t] for t in titles]
+        for name in ("table_rank", "table_count", "table_seat", "phase"):
+            assert not parts[name].any(), name
