@@ -16,6 +16,7 @@ Agent specs, accepted by every command and API that takes agents:
 
 from __future__ import annotations
 
+import copy
 import importlib
 import os
 import re
@@ -165,8 +166,15 @@ def import_user_module(name: str):
 
 
 def resolve_agents(specs: list[Any]) -> list[Any]:
-    """Makes every spec into an agent, failing on the first bad one before any game."""
-    return [make_agent(s) for s in specs]
+    """One agent per seat from its spec, failing on the first bad one before any game. An
+    object given for several seats plays the first of them; each other gets a copy, since
+    every seat's agent is reset with that seat (the agent protocol) and keeps its own state."""
+    agents, taken = [], set()
+    for spec in specs:
+        agent = make_agent(spec)
+        agents.append(copy.deepcopy(agent) if id(agent) in taken else agent)
+        taken.add(id(agent))
+    return agents
 
 
 def agent_label(spec: Any) -> str:

@@ -70,7 +70,7 @@ class SingleSeatEnv(gym.Env):
                  on_illegal: str = "penalty", illegal_penalty: float = -0.1,
                  render_mode: str | None = None, record_path: str | None = None,
                  mask_in_observation: bool = True, **overrides: Any):
-        from agents.base import agent_label, make_agent
+        from agents.base import agent_label, resolve_agents
         if num_players is None and not isinstance(rules, (Rules, dict)):
             num_players = 4
         self.rules = make_rules(rules, num_players, **overrides)
@@ -94,7 +94,7 @@ class SingleSeatEnv(gym.Env):
             specs = opponents if isinstance(opponents, (list, tuple)) else [opponents] * (n - 1)
             if len(specs) != n - 1:
                 raise ValueError(f"{len(specs)} opponents for {n - 1} other seats")
-            self.opponents = [make_agent(s) for s in specs]
+            self.opponents = resolve_agents(specs)
             self.opponent_labels = [agent_label(s) for s in specs]
         else:
             self.opponents, self.opponent_labels = [], []
@@ -150,14 +150,15 @@ class SingleSeatEnv(gym.Env):
     def _start_match(self) -> float:
         """Seats the learner and its opponents in match ``match_index`` and plays up to the
         learner's first decision (or the match end); returns the learner's rewards so far."""
-        from agents.base import agent_label
+        from agents.base import agent_label, resolve_agents
         from agents.runner import reset_agents
         n = self.rules.num_players
         self.seat = (self.fixed_seat if self.fixed_seat is not None
                      else int(self.np_random.integers(n)))
         if self.opponent_sampler is not None:
-            self.opponents = list(self.opponent_sampler(self.np_random, n - 1))
-            self.opponent_labels = [agent_label(a) for a in self.opponents]
+            drawn = list(self.opponent_sampler(self.np_random, n - 1))
+            self.opponents = resolve_agents(drawn)
+            self.opponent_labels = [agent_label(a) for a in drawn]
         game_seed = int(self.np_random.integers(2**31 - 1))
         labels = {(self.seat + 1 + i) % n: label for i, label in enumerate(self.opponent_labels)}
         labels[self.seat] = LEARNER_LABEL

@@ -639,3 +639,36 @@ def test_auto_pass_must_be_a_bool():
                                              r"False"):
             arschloch_env.env(auto_pass=bad)
     assert arschloch_env.env(auto_pass=np.bool_(False)).auto_pass is False
+
+
+class SeatKeeper:
+    """An agent that remembers the seat it was reset with and checks it at every move."""
+
+    def reset(self, rules, seat, seed):
+        self.seat = seat
+
+    def act(self, observation, view):
+        assert view["seat"] == self.seat, f"reset as seat {self.seat}, asked for {view['seat']}"
+        return view["legal"][0]["id"]
+
+
+def test_single_seat_gives_each_opponent_seat_its_own_agent():
+    """One agent object for every opponent seat is copied per seat, each reset with its own
+    seat (the agent protocol); a sampler may return specs and callables, as opponents may."""
+    keeper = SeatKeeper()
+    env = SingleSeatEnv(rules="culo", num_players=5, seat=0, opponents=keeper, rounds=2)
+    env.reset(seed=0)
+    done = False
+    while not done:
+        _, _, done, _, _ = env.step(int(np.flatnonzero(env.action_masks())[0]))
+    assert len({id(a) for a in env.opponents}) == 4 and env.opponents[0] is keeper
+
+    def lowest(observation, view):
+        return int(np.flatnonzero(observation["action_mask"])[0])
+
+    env = SingleSeatEnv(rules="culo", num_players=4, seat=0,
+                        opponent_sampler=lambda rng, k: ["random", lowest, "greedy"][:k])
+    env.reset(seed=1)
+    env.step(int(np.flatnonzero(env.action_masks())[0]))
+    assert [type(a).__name__ for a in env.opponents] == ["RandomAgent", "CallableAgent",
+                                                         "GreedyAgent"]
