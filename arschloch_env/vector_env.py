@@ -214,9 +214,10 @@ class ArschlochVecEnv(VecEnv):
         # rewards before the learner's first decision belong to its first step
         ended = np.ones(self.num_envs, bool)
         episode = np.zeros(self.num_envs, np.float32)
-        obs, mask = self._play_opponents(obs, mask, ended, None, episode, None)
+        infos: list[dict] = [{} for _ in range(self.num_envs)]  # matches skipped meanwhile
+        obs, mask = self._play_opponents(obs, mask, ended, infos, episode, None)
         self._obs, self._mask = obs, mask
-        self.reset_infos = [{"seat": int(s)} for s in self.seats]
+        self.reset_infos = [{**info, "seat": int(s)} for info, s in zip(infos, self.seats)]
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:

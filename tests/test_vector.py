@@ -671,6 +671,18 @@ def test_vec_env_skips_a_match_without_a_learner_decision():
     assert skipped > 0 and episodes > 1000
 
 
+def test_vec_env_reset_counts_the_matches_it_skipped():
+    """A match without a learner decision can also be played through by reset() itself (about
+    one game in 8,000 at 6 players, single rounds): reset_infos count it, as step's infos do."""
+    from arschloch_env.vector_env import ArschlochVecEnv
+    env = ArschlochVecEnv("culo", 6, num_envs=16384, seed=11, rounds=1)
+    env.reset()
+    played_through = env.game.match_index  # each reset game starts at match 0
+    assert played_through.sum() > 0
+    assert [i.get("skipped_matches", 0) for i in env.reset_infos] == played_through.tolist()
+    assert [i["seat"] for i in env.reset_infos] == env.seats.tolist()
+
+
 def test_the_kernel_cache_stamp_covers_every_jitted_source():
     """Numba checks a cached kernel against its own file only: the stamp that drops the cache
     must hash every module whose functions the kernels compile, ``cards`` (the suit orders)
