@@ -26,7 +26,8 @@ from typing import Any, Callable
 
 RANK_ALIASES = {"10": "T", "t": "T", "j": "J", "q": "Q", "k": "K", "a": "A",
                 "ten": "T", "jack": "J", "queen": "Q", "king": "K", "ace": "A"}
-CARD_RE = re.compile(r"^(10|ten|jack|queen|king|ace|[2-9tjqka])([cshd])?$")
+# a suit only after a one-character rank or 10: "kings" is not the king of spades
+CARD_RE = re.compile(r"^(?:(10|[2-9tjqka])([cshd])?|(ten|jack|queen|king|ace))$")
 PROMPT = "your move> "
 HELP = ("Type a move as cards, e.g. '8 8' or '8h 8d' (a pair of eights), 't' or '10' for a "
         "ten, 'pass' (or 'p'), or the number of a move in the list ('#3'; a bare '3' asks "
@@ -180,11 +181,12 @@ def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
         if m is None:
             raise MoveError(f"'{t}' is not understood: type cards like '8', '8h', 't' or "
                             f"'10' (ten), 'pass', or a move number; 'help' explains")
-        rank = RANK_ALIASES.get(m.group(1), m.group(1).upper())
+        word, suit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), None)
+        rank = RANK_ALIASES.get(word, word.upper())
         if rank not in order:
             raise MoveError(f"there is no rank {show_rank(rank)} in this deck (ranks: "
                             f"{' '.join(show_rank(r) for r in order)})")
-        parsed.append((rank, m.group(2).upper() if m.group(2) else None))
+        parsed.append((rank, suit.upper() if suit else None))
     if not parsed:
         raise MoveError("type a move (e.g. '8 8', 'pass' or a number); 'help' explains")
     if len({r for r, _ in parsed}) > 1:

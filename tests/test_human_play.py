@@ -76,6 +76,8 @@ def test_moves_typed_as_cards_or_numbers():
     ("#12", "there is no move 12; the moves are numbered 1 to 8"),
     ("7", "'7' is ambiguous: type '#7' for move 7 (single ace), or '7c' for a single 7"),
     ("k k k k k", "at most 4 cards"),
+    ("kings", "'kings' is not understood"),  # not the king of spades
+    ("aces", "'aces' is not understood"),
 ])
 def test_bad_moves_are_explained(text, message):
     game, view = _lead_view()
