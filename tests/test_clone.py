@@ -163,3 +163,20 @@ def test_policy_file_keeps_its_rules_through_save_and_load(tmp_path):
     assert MLP.load(tmp_path / "p.npz").rules == rules
     MLP([(np.ones((2, 3)), np.zeros(2))], "relu").save(tmp_path / "q.npz")
     assert MLP.load(tmp_path / "q.npz").rules is None  # a league snapshot names none
+
+
+def test_a_partner_gets_its_own_agent_in_every_seat(monkeypatch):
+    """The partner is reset with its seat in each seat it takes, so no two seats share one."""
+    from agents import runner
+    from train import clone
+
+    tables = []
+    real = runner.reset_agents
+
+    def spy(agents, rules, seed):
+        tables.append(len({id(a) for a in agents}))
+        return real(agents, rules, seed)
+
+    monkeypatch.setattr(clone, "reset_agents", spy)
+    clone._collect_part("greedy", "culo", 6, 400, seed=1, partner="random")
+    assert tables and tables == [6] * len(tables)

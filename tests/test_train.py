@@ -412,6 +412,9 @@ def test_export_cli_and_bundle_as_agent_spec(smoke_run, tmp_path):
     assert "Traceback" not in res.stderr
     res = cli("export", tmp_path / "nothing-here", "--out", tmp_path / "x")
     assert res.returncode == 2 and "checkpoint" in res.stderr
+    (tmp_path / "afile").write_text("")
+    res = cli("export", smoke_run, "--out", tmp_path / "afile" / "bot")
+    assert res.returncode == 2 and "--out" in res.stderr and "Traceback" not in res.stderr
 
 
 def test_same_seed_same_run_on_one_process(tmp_path):

@@ -172,6 +172,7 @@ def checkpoint_policy(checkpoint: Path):
 def _cmd_export(args: argparse.Namespace) -> int:
     from train.export import torch_policy, write_bundle
 
+    check_out_dir(str(Path(args.out).absolute().parent), f"--out {args.out!r}")
     checkpoint, meta = resolve_checkpoint(Path(args.source))
     mlp = checkpoint_policy(checkpoint)
     cfg = meta.get("config", {})

@@ -18,6 +18,7 @@ teacher's.
 
 from __future__ import annotations
 
+import copy
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -64,7 +65,8 @@ def _collect_part(teacher: str, rules: Rules | str, players: int, decisions: int
         recorded = [True] * players
         if other is not None:
             for s in rng.choice(players, size=rng.integers(0, players // 2 + 1), replace=False):
-                agents[s], recorded[s] = other, False
+                # a copy per seat: each is reset with its own seat (the agent protocol)
+                agents[s], recorded[s] = copy.deepcopy(other), False
         reset_agents(agents, game.rules.to_dict(), match_seed)
         while not game.is_over:
             seat = game.current
