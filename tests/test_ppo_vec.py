@@ -580,3 +580,12 @@ def test_resume_from_a_damaged_checkpoint_names_it(small_run, tmp_path):
     assert (f"--resume: {run / latest['checkpoint']}: cannot be loaded (damaged, or not a "
             f"ppo-vec checkpoint: UnpicklingError)") in res.stderr
     assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("content", [b"", b"PK\x03\x04 not a zip"])
+def test_a_damaged_policy_file_is_a_config_error(tmp_path, content):
+    bad = tmp_path / "clone.npz"
+    bad.write_bytes(content)
+    cfg = load_config(CONFIGS[0], [f"vec.mix={{current: 0.5, {bad}: 0.5}}"])
+    with pytest.raises(ConfigError, match="cannot be read"):
+        policy_files(cfg)

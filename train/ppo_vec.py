@@ -440,8 +440,11 @@ def policy_files(cfg: TrainConfig) -> tuple[str, ...]:
     for path in files:
         try:
             mlp = MLP.load(path)
-        except (OSError, KeyError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - a damaged .npz raises many kinds of errors
             raise ConfigError(f"vec.mix: policy file {path} cannot be read ({exc})") from None
+        if mlp.rules is not None and not isinstance(mlp.rules, dict):
+            raise ConfigError(f"vec.mix: policy file {path} names its rules as "
+                              f"{type(mlp.rules).__name__}, not as a rules object")
         difference = mlp.rules and play_difference(mlp.rules, run_rules)
         if difference:
             raise ConfigError(f"vec.mix: policy file {path} was made for other rules: "
