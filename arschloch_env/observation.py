@@ -302,7 +302,8 @@ class Encoder:
                                1.0 if g.round >= rules.rounds else 0.0)
         else:
             progress = _PACK_2(min(max(g.totals) / rules.target_points, 1.0), 0.0)
-        played_under = g.round_titles()  # after the last round, g.titles are that round's
+        # after the last round g.titles are that round's (a search world sets titles itself)
+        played_under = g.round_titles() if g.phase == "over" else g.titles
         titles = b"".join(map(self._title_hot.__getitem__,
                               played_under[seat:] + played_under[:seat])) + self._pad5[n]
         totals = _pack_floats(map(_INV15.__mul__, g.totals[seat:] + g.totals[:seat])) + \
