@@ -83,7 +83,13 @@ _EVENTS_PER_STEP = 512
 
 
 class VectorActionError(IllegalActionError):
-    """An action batch with an illegal action, a wrong shape or dtype; nothing was changed."""
+    """An action batch with an illegal action, a wrong shape or dtype; nothing was changed.
+    ``game`` is the index of the game whose action was refused (``None`` for the batch's
+    shape or dtype), so that an adapter can name the agent that chose it."""
+
+    def __init__(self, message: str, game: int | None = None):
+        super().__init__(message)
+        self.game = game
 
 
 class VectorGame:
@@ -307,7 +313,7 @@ class VectorGame:
             active = active.view(np.uint8)
         bad = vk.first_illegal(self._st, self._config, acts, active)
         if bad >= 0:
-            raise VectorActionError(self._illegal_message(bad, int(acts[bad])))
+            raise VectorActionError(self._illegal_message(bad, int(acts[bad])), game=int(bad))
         B = self.num_games
         obs = np.empty((B, self.obs_size), np.float32)
         mask = np.empty((B, self.num_actions), np.int8)
@@ -463,7 +469,7 @@ class VectorGame:
             if a.dtype.kind == "u" and a.size and a.max() > np.iinfo(np.int64).max:
                 j = int(np.argmax(a))
                 raise VectorActionError(f"game {j}: action {a[j]} is out of range (allowed: "
-                                        f"0..{self.num_actions - 1})")
+                                        f"0..{self.num_actions - 1})", game=j)
             a = np.ascontiguousarray(a, dtype=np.int64)
         return a
 

@@ -57,7 +57,7 @@ from arschloch_env.arschloch import observation_bounds
 from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
 from arschloch_env.rules import Rules, is_integer
-from arschloch_env.vector import VectorGame
+from arschloch_env.vector import VectorActionError, VectorGame
 from arschloch_env.view import public_view
 
 Opponent = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -347,14 +347,31 @@ class ArschlochVecEnv(VecEnv):
 
     def _batched_actions(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """The batched opponent's actions for these rows, if they are one integer each (the
-        engine then checks that each is legal)."""
+        engine then checks that each is legal). An agent's wrong answer is an
+        :class:`~agents.runner.AgentError`, a callable's a ``ValueError``."""
+        from agents.base import agent_label
+        from agents.runner import AgentError
         chosen = np.asarray(self.opponent(obs, mask))
         if chosen.shape != (len(obs),) or chosen.dtype.kind not in "iu":
-            name = getattr(self.opponent, "__name__", repr(self.opponent))
-            raise ValueError(f"opponent {name} returned {chosen.dtype} values of "
-                             f"shape {chosen.shape}; expected {len(obs)} integer action "
-                             f"ids, one per game to move")
+            shared = isinstance(self.opponent, SharedOpponent)
+            name = (f"agent {agent_label(self.opponent.agent)!r}" if shared else
+                    f"opponent {getattr(self.opponent, '__name__', repr(self.opponent))}")
+            raise (AgentError if shared else ValueError)(
+                f"{name} returned {chosen.dtype} values of shape {chosen.shape}; expected "
+                f"{len(obs)} integer action ids, one per game to move")
         return chosen
+
+    def _step_opponents(self, actions: np.ndarray, waiting: np.ndarray):
+        """``VectorGame.step`` of the opponents' moves; an illegal one of an agent's is an
+        :class:`~agents.runner.AgentError` naming it and its seat, as the other envs have it."""
+        try:
+            return self.game.step(actions, where=waiting)
+        except VectorActionError as exc:
+            if not isinstance(self.opponent, SharedOpponent) or exc.game is None:
+                raise
+            from agents.runner import illegal_choice
+            seat = int(self.game.current_seat[exc.game])
+            raise illegal_choice(self.opponent.agent, seat, exc) from None
 
     def _play_opponents(self, obs, mask, ended, infos, episode, last_obs):
         """Opponent moves until the learner is to act in every game. The learner's rewards
@@ -382,7 +399,7 @@ class ArschlochVecEnv(VecEnv):
             else:
                 actions = np.zeros(self.num_envs, np.int64)
                 actions[waiting] = self._batched_actions(obs[waiting], mask[waiting])
-            obs, mask, rew, done = g.step(actions, where=waiting)
+            obs, mask, rew, done = self._step_opponents(actions, waiting)
             r = rew[self._rows, self.seats]
             episode += np.where(ended, 0.0, r).astype(np.float32)
             self._carry += np.where(ended, r, 0.0).astype(np.float32)

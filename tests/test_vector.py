@@ -640,6 +640,43 @@ def test_vec_env_names_an_agent_that_chose_an_illegal_action(value, words):
     env.step(env.action_masks().argmax(axis=1))
 
 
+class BatchedReturns:
+    """A stateless agent with a batched ``policy`` (as a bundle has), so that one object plays
+    every opponent seat, answering every decision with ``value``."""
+    name = "batched"
+    uses_view = False
+
+    def __init__(self, value):
+        self.value = value
+
+    def policy(self, observations, masks):
+        chosen = np.full(len(observations), self.value)
+        return chosen, np.zeros(masks.shape, np.float32)
+
+    def act(self, observation, view):
+        return self.value
+
+
+@pytest.mark.parametrize("value,words", [
+    (0.0, r"returned float64 values of shape \(\d,\); expected \d integer action ids"),
+    (999, r"chose an illegal action: game \d: action 999 is out of range"),
+    (41, r"chose an illegal action: game \d: player_\d cannot 'take"),
+])
+def test_vec_env_names_a_batched_agent_that_chose_an_illegal_action(value, words):
+    """An agent played as one batched object is checked like one asked row by row: the error
+    names it (and, for an illegal action, its seat), and the env then waits for a reset."""
+    from agents.runner import AgentError
+    from arschloch_env.vector_env import ArschlochVecEnv, SharedOpponent
+    env = ArschlochVecEnv("culo", 4, num_envs=2, seed=0, seat=0,
+                          opponent=BatchedReturns(value), rounds=1)
+    assert isinstance(env.opponent, SharedOpponent)
+    with pytest.raises(AgentError, match=rf"agent 'batched'.*{words}"):
+        env.reset()
+        env.step(env.action_masks().argmax(axis=1))
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step(np.zeros(2, np.int64))
+
+
 def test_vec_env_refuses_a_batched_opponent_that_returns_no_integers():
     from arschloch_env.vector_env import ArschlochVecEnv
 
