@@ -172,9 +172,24 @@ def resolve_agents(specs: list[Any]) -> list[Any]:
     agents, taken = [], set()
     for spec in specs:
         agent = make_agent(spec)
-        agents.append(copy.deepcopy(agent) if id(agent) in taken else agent)
+        agents.append(copy_agent(agent) if id(agent) in taken else agent)
         taken.add(id(agent))
     return agents
+
+
+def copy_agent(agent: Any) -> Any:
+    """An independent copy of an agent object, for another seat than the one it plays.
+
+    Raises:
+        AgentSpecError: the object cannot be copied (it holds a lock, a socket, a process).
+    """
+    try:
+        return copy.deepcopy(agent)
+    except Exception as exc:  # noqa: BLE001 - whatever a user's object refuses to copy
+        raise AgentSpecError(
+            f"agent {agent_label(agent)!r} plays several seats, so every seat needs its own "
+            f"copy, but it cannot be copied ({type(exc).__name__}: {exc}); give its spec "
+            f"(package.module:ClassName) instead, or give it a __deepcopy__") from None
 
 
 def agent_label(spec: Any) -> str:

@@ -45,7 +45,6 @@ episode of its own: its rewards are dropped and ``infos[i]["skipped_matches"]`` 
 
 from __future__ import annotations
 
-import copy
 from functools import partial
 from typing import Any, Callable, Sequence
 
@@ -119,20 +118,21 @@ def batched_opponent(opponent: Any,
         return opponent
     if callable(opponent) and not hasattr(opponent, "act"):
         return opponent
-    from agents.base import AgentSpecError, make_agent
+    from agents.base import AgentSpecError, copy_agent, make_agent
 
     try:
         agent = make_agent(opponent) if isinstance(opponent, str) else opponent
+        if not callable(getattr(agent, "act", None)):
+            raise ValueError(f"opponent {opponent!r}: expected 'random', a callable (obs, "
+                             f"mask) -> actions, or an agent (spec)")
+        if callable(getattr(agent, "policy", None)):
+            return SharedOpponent(agent, rules)
+        if isinstance(opponent, str):
+            return MirroredOpponent(partial(make_agent, opponent), rules)
+        copy_agent(agent)  # one that cannot be copied fails here, not at the first reset
+        return MirroredOpponent(partial(copy_agent, agent), rules)
     except AgentSpecError as exc:
         raise ValueError(f"opponent: {exc}") from None
-    if not callable(getattr(agent, "act", None)):
-        raise ValueError(f"opponent {opponent!r}: expected 'random', a callable (obs, mask) -> "
-                         f"actions, or an agent (spec)")
-    if callable(getattr(agent, "policy", None)):
-        return SharedOpponent(agent, rules)
-    make = (partial(make_agent, opponent) if isinstance(opponent, str)
-            else partial(copy.deepcopy, agent))
-    return MirroredOpponent(make, rules)
 
 
 class SharedOpponent:

@@ -672,3 +672,31 @@ def test_single_seat_gives_each_opponent_seat_its_own_agent():
     env.step(int(np.flatnonzero(env.action_masks())[0]))
     assert [type(a).__name__ for a in env.opponents] == ["RandomAgent", "CallableAgent",
                                                          "GreedyAgent"]
+
+
+class HoldsALock:
+    """An agent object that cannot be copied (it holds a lock), as one wrapping a socket or a
+    process would be."""
+    uses_view = False
+
+    def __init__(self):
+        import threading
+        self.lock = threading.Lock()
+
+    def act(self, observation, view):
+        return int(np.flatnonzero(observation["action_mask"])[0])
+
+
+def test_an_agent_object_that_cannot_be_copied_for_each_seat_is_refused_clearly():
+    """Several seats need as many copies; one that refuses to be copied is an AgentSpecError
+    that says why and what to give instead, before any game (not a bare TypeError later)."""
+    from agents.base import AgentSpecError
+    from arschloch_env.vector_env import ArschlochVecEnv
+    from train.tournament import TournamentError, run_tournament
+    words = r"agent 'HoldsALock' plays several seats.*cannot be copied.*package\.module:ClassName"
+    with pytest.raises(AgentSpecError, match=words):
+        SingleSeatEnv(rules="culo", num_players=4, opponents=HoldsALock())
+    with pytest.raises(ValueError, match=words):
+        ArschlochVecEnv("culo", 4, num_envs=2, opponent=HoldsALock())
+    with pytest.raises(TournamentError, match=words):
+        run_tournament("culo", [HoldsALock(), "greedy"], deals=2, seed=0, players=4)

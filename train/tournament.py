@@ -42,7 +42,6 @@ missing, so its figures are those of a complete tournament of ``k`` deals, whate
 
 from __future__ import annotations
 
-import copy
 import itertools
 import multiprocessing as mp
 import os
@@ -55,7 +54,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from agents.base import AgentSpecError, agent_label, make_agent
+from agents.base import AgentSpecError, agent_label, copy_agent, make_agent
 from agents.runner import play_match
 from arschloch_env.cli import match_seed, progress_bar, support_detail
 from arschloch_env.rules import Rules, RulesError, is_integer, make_rules, names_num_players
@@ -147,7 +146,7 @@ class BlockPlayer:
             elif isinstance(self.bots[bot], (str, Path)):
                 agent = make_agent(self.bots[bot])
             else:  # an agent object: independent copies for the other seats
-                agent = copy.deepcopy(make_agent(self.bots[bot]))
+                agent = copy_agent(make_agent(self.bots[bot]))
             self._agents[key] = agent
         return self._agents[key]
 
@@ -462,6 +461,8 @@ def make_bots(specs: Sequence[Any], labels: Sequence[str], rules: Rules) -> list
     for spec, label in zip(specs, labels):
         try:
             agent = make_agent(spec)
+            if not isinstance(spec, (str, Path)):
+                copy_agent(agent)  # every other seat plays a copy: fail before any game
         except AgentSpecError as exc:
             raise TournamentError(str(exc)) from None
         supports = getattr(agent, "supports", None)
