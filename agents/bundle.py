@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from arschloch_env.observation import OBS_VERSION, Layout
+from arschloch_env.actions import ActionCodec
+from arschloch_env.observation import LAST_SLICE, OBS_VERSION, Layout
 
 BUNDLE_FORMAT = "arschloch-bot"
 BUNDLE_VERSION = 1
@@ -41,6 +42,12 @@ def layout_signature(R: int) -> list[list]:
     return [[name, list(shape)] for name, shape, _ in Layout(R).entries]
 
 
+def version_layout(R: int, version: int) -> list[list]:
+    """The layout of observation version ``version`` (in ``LAST_SLICE``): the leading slices
+    of this kit's, up to that version's last one."""
+    return layout_signature(R)[:list(Layout(R).slices).index(LAST_SLICE[version]) + 1]
+
+
 def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -52,10 +59,14 @@ def file_sha256(path: Path) -> str:
 def read_manifest(path: str | Path) -> dict[str, Any]:
     """The checked manifest of a bundle directory.
 
+    The policy graph's own input and output shapes are checked by :class:`BundleAgent`,
+    against the inference session it creates anyway.
+
     Raises:
         BundleError: missing or unreadable manifest, another format or version, a changed
-            observation layout or action encoding, or a policy file that does not match its
-            checksum.
+            observation layout or action encoding, a layout, observation size or action count
+            that disagree with each other or with the rules' deck, or a policy file that does
+            not match its checksum.
     """
     root = Path(path)
     mpath = root / "manifest.json"
@@ -94,6 +105,7 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
         raise BundleError(f"bundle {str(root)!r}: action encoding version "
                           f"{manifest['actions'].get('version')!r}, this kit has "
                           f"{ACTION_ENCODING_VERSION}")
+    check_sizes(str(root), manifest)
     policy = root / str(manifest["policy"].get("file", "policy.onnx"))
     if not policy.is_file():
         raise BundleError(f"bundle {str(root)!r}: policy file {policy.name} is missing")
@@ -101,6 +113,29 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
         raise BundleError(f"bundle {str(root)!r}: {policy.name} is damaged (its sha256 does "
                           f"not match the manifest)")
     return manifest
+
+
+def check_sizes(where: str, manifest: dict[str, Any]) -> None:
+    """Raises BundleError unless the manifest's layout, observation size and action count are
+    those its layout version and its rules' deck imply: a hand-edited manifest would otherwise
+    load and fail inside onnxruntime at the first move. Call it once the layout is known to
+    be a leading part of this kit's (read_manifest)."""
+    rank_order = manifest["rules"]["rank_order"]
+    obs, version = manifest["observation"], manifest["observation"]["version"]
+    R = len(rank_order)
+    theirs, layout = obs["layout"], version_layout(R, version)
+    wrong = []
+    if theirs != layout:
+        wrong.append(f"observation.layout ends with slice {theirs[-1][0]!r}, expected "
+                     f"{layout[-1][0]!r}")
+    sizes = {"observation.size": (obs.get("size"), Layout(R).version_size(version)),
+             "actions.size": (manifest["actions"].get("size"), ActionCodec(rank_order).size)}
+    wrong += [f"{field} is {found!r}, expected {want}"
+              for field, (found, want) in sizes.items() if found != want]
+    if wrong:
+        raise BundleError(f"bundle {where!r}: manifest.json disagrees with itself: "
+                          f"{'; '.join(wrong)} (observation layout version {version}, a deck "
+                          f"of {R} ranks); re-export it from its checkpoint")
 
 
 def play_difference(trained: dict[str, Any], rules: dict[str, Any]) -> str | None:
@@ -161,6 +196,26 @@ class BundleAgent:
         except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own error types
             raise BundleError(f"bundle {str(self.path)!r}: the policy cannot be loaded "
                               f"({exc})") from None
+        self.check_graph_shapes()
+
+    def check_graph_shapes(self) -> None:
+        """Raises BundleError unless the ONNX graph takes the manifest's observation size and
+        action count: read from the session loaded anyway, so that a policy file of another
+        network fails here with the sizes named, not inside onnxruntime at the first move."""
+        found = {f"input {t.name}": t.shape for t in self.session.get_inputs()}
+        found.update({f"output {t.name}": t.shape for t in self.session.get_outputs()})
+        file = self.manifest["policy"]["file"]
+        expected = {"input observation": ("observation.size", self.input_size),
+                    "input action_mask": ("actions.size", self.num_actions),
+                    "output logits": ("actions.size", self.num_actions)}
+        for tensor, (field, width) in expected.items():
+            shape = found.get(tensor)
+            if shape is None:
+                raise BundleError(f"bundle {str(self.path)!r}: {file} has no {tensor}")
+            if len(shape) != 2 or shape[1] != width:
+                raise BundleError(f"bundle {str(self.path)!r}: {file} {tensor} has shape "
+                                  f"{list(shape)}, expected [N, {width}] (the manifest's "
+                                  f"{field})")
 
     def __deepcopy__(self, memo) -> "BundleAgent":
         # One agent per seat shares the read-only inference session.

@@ -150,3 +150,59 @@ def test_a_manifest_with_a_damaged_section_says_which(tmp_path, section, value):
     with pytest.raises(BundleError, match=f"manifest.json is damaged: missing or wrong "
                                           f"{section}"):
         load_bundle(bundle)
+
+
+def edited_copy(tmp_path: Path, edit) -> Path:
+    """A copy of the shipped culo bundle (layout version 2: 413 values, 49 actions) whose
+    manifest ``edit(manifest)`` has changed by hand."""
+    bundle = tmp_path / "bot"
+    bundle.mkdir()
+    source = ROOT / "bots" / "ppo_vec_culo_expert"
+    (bundle / "policy.onnx").write_bytes((source / "policy.onnx").read_bytes())
+    manifest = json.loads((source / "manifest.json").read_text())
+    edit(manifest)
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    return bundle
+
+
+def as_version_1(manifest):
+    """Layout version 1 throughout: in itself a consistent manifest, of a 297-value policy."""
+    keep = [name for name, _ in manifest["observation"]["layout"]].index("seat_total") + 1
+    manifest["observation"].update(version=1, size=297,
+                                   layout=manifest["observation"]["layout"][:keep])
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m["observation"].update(size=400), "observation.size is 400, expected 413"),
+    (lambda m: m["actions"].update(size=79), "actions.size is 79, expected 49"),
+    (lambda m: m["observation"].update(version=1),
+     "observation.layout ends with slice 'threat', expected 'seat_total'"),
+    (as_version_1, r"policy.onnx input observation has shape \['N', 413\], expected \[N, 297\] "
+                   r"\(the manifest's observation.size\)"),
+], ids=["observation-size", "action-count", "layout-of-another-version", "graph-input"])
+def test_an_inconsistent_manifest_is_refused_at_load_naming_the_field(tmp_path, edit, message):
+    """Sizes that disagree with each other, the deck or the ONNX graph: refused by
+    load_bundle, not by onnxruntime at the first move."""
+    from agents.bundle import BundleError, load_bundle
+
+    with pytest.raises(BundleError, match=message):
+        load_bundle(edited_copy(tmp_path, edit))
+
+
+def test_a_graph_of_another_action_count_is_refused_at_load(tmp_path):
+    from agents.bundle import BundleError, file_sha256, load_bundle
+    from agents.mlp import MLP
+    from train.export import mlp_to_onnx
+
+    bundle = edited_copy(tmp_path, lambda m: None)
+    rng = np.random.default_rng(0)
+    # 49 logits, as the manifest says, but a mask input of 50 actions
+    mlp = MLP([(rng.normal(size=(49, 413)).astype(np.float32), np.zeros(49, np.float32))])
+    import onnx
+    onnx.save(mlp_to_onnx(mlp, 50), bundle / "policy.onnx")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["policy"]["sha256"] = file_sha256(bundle / "policy.onnx")
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match=r"policy.onnx input action_mask has shape "
+                                          r"\['N', 50\], expected \[N, 49\]"):
+        load_bundle(bundle)

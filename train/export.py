@@ -17,9 +17,10 @@ import numpy as np
 
 from agents.bundle import (
     ACTION_ENCODING_VERSION, BUNDLE_FORMAT, BUNDLE_VERSION, BundleError, file_sha256,
-    layout_signature,
+    version_layout,
 )
 from agents.mlp import MLP
+from arschloch_env.actions import ActionCodec
 from arschloch_env.observation import LAST_SLICE, Layout
 
 ONNX_OPSET = 17
@@ -95,9 +96,8 @@ def write_bundle(out: str | Path, mlp: MLP, rules: dict[str, Any], presets: list
 
     out = Path(out)
     check_replaceable(out)
-    R = len(rules["rank_order"])
-    num_actions = 1 + 6 * R
-    version, layout = layout_read_by(mlp.input_size, R)
+    num_actions = ActionCodec(rules["rank_order"]).size
+    version, layout = layout_read_by(mlp.input_size, len(rules["rank_order"]))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     tmp.chmod(0o755)
@@ -142,14 +142,13 @@ def layout_read_by(inputs: int, R: int) -> tuple[int, list[list]]:
     Raises:
         BundleError: no version's observation of this deck has that many values.
     """
-    layout, ours = Layout(R), layout_signature(R)
-    sizes = {layout.version_size(v): v for v in LAST_SLICE}
+    sizes = {Layout(R).version_size(v): v for v in LAST_SLICE}
     if inputs not in sizes:
         raise BundleError(f"the policy takes {inputs} inputs; an observation of this deck has "
                           f"{' or '.join(map(str, sorted(sizes)))} (layout versions "
                           f"{', '.join(map(str, LAST_SLICE))})")
     version = sizes[inputs]
-    return version, ours[:list(layout.slices).index(LAST_SLICE[version]) + 1]
+    return version, version_layout(R, version)
 
 
 def check_replaceable(out: Path) -> None:
