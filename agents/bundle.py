@@ -7,6 +7,9 @@ A bundle is a directory::
                     action encoding versions, the policy file's sha256, training summary
     policy.onnx     inputs ``observation`` [N, D] float32 and ``action_mask`` [N, A] int8;
                     outputs ``action`` [N] int64 (best legal action) and ``logits`` [N, A]
+    policy.pt2      optional (``arschloch export --torch``): the same policy as a
+                    ``torch.export`` program, loaded by :func:`load_torch_program`; its
+                    sha256 is the manifest's ``policy.torch``
 
 The directory path is an agent spec everywhere (``tournament``, ``play``, league opponents,
 the Gymnasium opponents).
@@ -272,3 +275,33 @@ class BundleAgent:
 def load_bundle(path: str | Path) -> BundleAgent:
     """The agent of a bundle directory (see :class:`BundleAgent`)."""
     return BundleAgent(path)
+
+
+def load_torch_program(path: str | Path):
+    """The bundle's ``policy.pt2`` as a ``torch.export`` program, its checksum verified:
+    ``load_torch_program(path).module()`` takes ``(observation, action_mask)`` tensors and
+    returns ``(action, logits)``.
+
+    Bundles written before export recorded the checksum (no ``policy.torch`` in the
+    manifest) still load, unverified, as before; re-exporting them adds it. A manifest that
+    names the file verifies it always.
+
+    Raises:
+        BundleError: a damaged manifest (:func:`read_manifest`), no ``policy.pt2``, or one
+            that does not match its checksum.
+    """
+    import torch
+
+    root = Path(path)
+    entry = read_manifest(root)["policy"].get("torch")
+    if entry is not None and not (isinstance(entry, dict) and isinstance(entry.get("file"), str)
+                                  and isinstance(entry.get("sha256"), str)):
+        raise BundleError(f"bundle {str(root)!r}: manifest.json is damaged: policy.torch "
+                          f"(expected a JSON object with file and sha256); re-export it")
+    program = root / (entry["file"] if entry else "policy.pt2")
+    if not program.is_file():
+        raise BundleError(f"bundle {str(root)!r}: no {program.name} (export it with --torch)")
+    if entry and file_sha256(program) != entry["sha256"]:
+        raise BundleError(f"bundle {str(root)!r}: {program.name} is damaged (its sha256 does "
+                          f"not match the manifest)")
+    return torch.export.load(str(program))

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import yaml
 
-from agents.bundle import BundleError, load_bundle
+from agents.bundle import BundleError, load_bundle, load_torch_program
 from agents.mlp import MLP
 from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
@@ -291,11 +291,46 @@ def test_onnx_bundle_matches_torch_policy(bundle):
     assert np.abs(raw - ref).max() < 1e-5
     masked = np.where(masks > 0, torch_logits, -np.inf)
     assert (actions == masked.argmax(axis=1)).all()
-    program = torch.export.load(str(out / "policy.pt2")).module()
+    program = load_torch_program(out).module()
     torch_actions, _ = program(torch.as_tensor(obs), torch.as_tensor(masks))
     assert (torch_actions.numpy() == actions).all()
     one_action, _ = program(torch.as_tensor(obs[:1]), torch.as_tensor(masks[:1]))
     assert one_action.tolist() == actions[:1].tolist()
+
+
+def test_torch_program_is_checked_against_its_checksum(bundle, tmp_path):
+    """policy.pt2 has its sha256 in the manifest, as policy.onnx has: another program put in
+    its place is refused. A bundle exported before there was one loads unverified."""
+    import shutil
+
+    import torch
+
+    from agents.bundle import file_sha256
+    from train.export import policy_mlp, torch_policy
+
+    out, model = bundle
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["policy"]["torch"] == {"file": "policy.pt2",
+                                           "sha256": file_sha256(out / "policy.pt2")}
+    swapped = tmp_path / "swapped"
+    shutil.copytree(out, swapped)
+    mlp = policy_mlp(model)
+    other = MLP([(-w, b) for w, b in mlp.layers], mlp.activation)  # a valid program, not this
+    torch.export.save(torch_policy(other), str(swapped / "policy.pt2"))
+    with pytest.raises(BundleError, match="policy.pt2 is damaged"):
+        load_torch_program(swapped)
+
+    before = tmp_path / "before_checksums"
+    shutil.copytree(out, before)
+    del manifest["policy"]["torch"]
+    (before / "manifest.json").write_text(json.dumps(manifest))
+    obs, masks = _observations(50)
+    actions, _ = load_bundle(before).policy(obs, masks)
+    program = load_torch_program(before).module()
+    assert (program(torch.as_tensor(obs), torch.as_tensor(masks))[0].numpy() == actions).all()
+    (before / "policy.pt2").unlink()
+    with pytest.raises(BundleError, match="no policy.pt2"):
+        load_torch_program(before)
 
 
 def test_bundle_loads_and_plays_without_torch(bundle):

@@ -120,6 +120,10 @@ def write_bundle(out: str | Path, mlp: MLP, rules: dict[str, Any], presets: list
                        "outputs": ["action", "logits"], "opset": ONNX_OPSET},
             "training": training,
         }
+        if torch_program is not None:
+            # verified by agents.bundle.load_torch_program, as policy.onnx by load_bundle
+            manifest["policy"]["torch"] = {"file": "policy.pt2",
+                                           "sha256": file_sha256(tmp / "policy.pt2")}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n",
                                            encoding="utf-8")
         if out.exists():
