@@ -47,11 +47,17 @@ class MLP:
         w_t, b = self._t[-1]
         return x @ w_t + b
 
+    def tensors(self) -> dict[str, np.ndarray]:
+        """The weights by their names in a saved file: ``W0, b0, W1, b1, ...``."""
+        named = {}
+        for i, (w, b) in enumerate(self.layers):
+            named[f"W{i}"], named[f"b{i}"] = w, b
+        return named
+
     def save(self, path: str | Path) -> None:
         """Writes the weights atomically (temporary file, then rename)."""
         path = Path(path)
-        arrays = {f"W{i}": w for i, (w, _) in enumerate(self.layers)}
-        arrays.update({f"b{i}": b for i, (_, b) in enumerate(self.layers)})
+        arrays = self.tensors()
         if self.rules is not None:
             arrays["rules"] = np.array(json.dumps(self.rules))
         tmp = path.with_name(path.name + ".part.npz")

@@ -589,3 +589,28 @@ def test_a_damaged_policy_file_is_a_config_error(tmp_path, content):
     cfg = load_config(CONFIGS[0], [f"vec.mix={{current: 0.5, {bad}: 0.5}}"])
     with pytest.raises(ConfigError, match="cannot be read"):
         policy_files(cfg)
+
+
+@pytest.mark.parametrize("layer, kind, shape", [(1, "b", (63,)), (0, "b", (64, 1)),
+                                                (2, "W", (49, 65))])
+def test_a_policy_file_with_a_tensor_of_another_shape_is_a_config_error(tmp_path, layer, kind,
+                                                                         shape):
+    """Every tensor is compared, not only the weights: a bias of another shape passed the
+    check and failed once training stacked it with the learner's snapshots."""
+    from agents.mlp import MLP
+
+    cfg = load_config(CONFIGS[0])
+    assert CONFIGS[0].name == "ppo_vec_culo.yaml"
+    sizes = [413, *cfg.ppo.net_arch, 49]  # culo's observation and actions
+    layers = [[np.zeros((n_out, n_in), np.float32), np.zeros(n_out, np.float32)]
+              for n_in, n_out in zip(sizes, sizes[1:])]
+    slot = {"W": 0, "b": 1}[kind]
+    expected = layers[layer][slot].shape
+    layers[layer][slot] = np.zeros(shape, np.float32)
+    bad = tmp_path / "clone.npz"
+    MLP(layers, cfg.ppo.activation).save(bad)
+    cfg = load_config(CONFIGS[0], [f"vec.mix={{current: 0.5, {bad}: 0.5}}"])
+    with pytest.raises(ConfigError) as err:
+        policy_files(cfg)
+    assert f"policy file {bad} has layers" in str(err.value)
+    assert f"tensor {kind}{layer} has shape {shape}, expected {expected}" in str(err.value)

@@ -420,11 +420,13 @@ def setup(cfg: TrainConfig, league: League, steps: int):
 
 def policy_files(cfg: TrainConfig) -> tuple[str, ...]:
     """The policy files of ``vec.mix``, checked: they play in one batch with the learner's
-    snapshots, so they need its layer sizes and activation, and where a file names the rules
-    it was made for (``arschloch clone`` writes them), rules that play as the run's.
+    snapshots, so every tensor needs the shape of the learner's and the activation its, and
+    where a file names the rules it was made for (``arschloch clone`` writes them), rules
+    that play as the run's.
 
     Raises:
-        ConfigError: a file that is missing, unreadable, of another shape or of other rules.
+        ConfigError: a file that is missing, unreadable, of other rules, or with a tensor of
+            another shape (named, with its shape and the expected one).
     """
     from agents.bundle import play_difference
     from agents.mlp import MLP
@@ -434,8 +436,8 @@ def policy_files(cfg: TrainConfig) -> tuple[str, ...]:
 
     run_rules = rules_for(cfg).to_dict()
     order = run_rules["rank_order"]
-    shapes = [tuple(x) for x in zip([*cfg.ppo.net_arch, ActionCodec(order).size],
-                                    [Layout(len(order)).size, *cfg.ppo.net_arch])]
+    expected = learner_tensor_shapes(
+        [Layout(len(order)).size, *cfg.ppo.net_arch, ActionCodec(order).size])
     files = tuple(k for k, share in cfg.vec.mix.items() if is_policy_file(k) and share > 0)
     for path in files:
         try:
@@ -449,13 +451,41 @@ def policy_files(cfg: TrainConfig) -> tuple[str, ...]:
         if difference:
             raise ConfigError(f"vec.mix: policy file {path} was made for other rules: "
                               f"{difference}")
-        theirs = [w.shape for w, _ in mlp.layers]
-        if theirs != shapes or mlp.activation != cfg.ppo.activation:
+        found = {name: t.shape for name, t in mlp.tensors().items()}
+        wrong = tensor_differences(found, expected)
+        if mlp.activation != cfg.ppo.activation:
+            wrong.append(f"activation {mlp.activation}, expected {cfg.ppo.activation}")
+        if wrong:
+            theirs = [w.shape for w, _ in mlp.layers]
+            ours = [shape for name, shape in expected.items() if name.startswith("W")]
             raise ConfigError(f"vec.mix: policy file {path} has layers {theirs} "
-                              f"({mlp.activation}); this run's policy has {shapes} "
-                              f"({cfg.ppo.activation}): make it with the run's ppo.net_arch "
-                              f"and ppo.activation (arschloch clone --net-arch ...)")
+                              f"({mlp.activation}); this run's policy has {ours} "
+                              f"({cfg.ppo.activation}): {'; '.join(wrong)}; make it with the "
+                              f"run's ppo.net_arch and ppo.activation (arschloch clone "
+                              f"--net-arch ...)")
     return files
+
+
+def learner_tensor_shapes(sizes: list[int]) -> dict[str, tuple[int, ...]]:
+    """The shapes of the learner's actor (layer ``sizes``) by their names in a policy file
+    (:meth:`~agents.mlp.MLP.tensors`): what a file in ``vec.mix`` must hold."""
+    from agents.mlp import MLP
+
+    layers = [(np.zeros((n_out, n_in), np.float32), np.zeros(n_out, np.float32))
+              for n_in, n_out in zip(sizes, sizes[1:])]
+    return {name: t.shape for name, t in MLP(layers).tensors().items()}
+
+
+def tensor_differences(found: dict[str, tuple[int, ...]],
+                       expected: dict[str, tuple[int, ...]]) -> list[str]:
+    """Each tensor whose shape differs from the expected one, is missing or is extra, in
+    words. Every tensor counts: a bias of another shape passes a check of the weights, then
+    fails once the snapshot pool stacks it with the learner's."""
+    wrong = [f"tensor {name} has shape {found[name]}, expected {want}" if name in found
+             else f"tensor {name} is missing, expected {want}"
+             for name, want in expected.items() if found.get(name) != want]
+    return wrong + [f"tensor {name} of shape {shape} is not in this run's policy"
+                    for name, shape in found.items() if name not in expected]
 
 
 def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
