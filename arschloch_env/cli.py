@@ -222,6 +222,10 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         interrupted = True
         print(f"interrupted after {stats.matches} match(es)", file=sys.stderr)
+    except BaseException as exc:  # an agent's error: say what the record holds
+        if writer is not None:
+            writer.close_after(exc)
+        raise
     finally:
         if writer is not None:
             writer.close()
@@ -383,7 +387,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"arschloch {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except (AgentError, IllegalActionError) as exc:
-        print(f"arschloch {args.command}: {exc}", file=sys.stderr)
+        print(f"arschloch {args.command}: {exc}", *getattr(exc, "__notes__", ()), sep="\n",
+              file=sys.stderr)
         return 1
     except Interrupted as exc:
         print(f"arschloch {args.command}: {exc}", file=sys.stderr)

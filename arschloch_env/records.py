@@ -48,7 +48,8 @@ class RecordWriter:
         self.matches += 1
 
     def close(self) -> None:
-        """Makes the file appear under its final name (also after an interrupted run), or,
+        """Makes the file appear under its final name (also after an interrupted or failed
+        run: it holds whole matches only), or,
         when no match was written, removes the ``.part`` file and leaves the target as it was."""
         if self._fh.closed:
             return
@@ -60,11 +61,22 @@ class RecordWriter:
         else:
             self.tmp.unlink(missing_ok=True)
 
+    def close_after(self, exc: BaseException) -> None:
+        """:meth:`close` after a failure, with a note on ``exc`` of what the file now holds:
+        the whole matches finished before it (a record that was cut short looks complete)."""
+        self.close()
+        exc.add_note(f"record: {str(self.path)!r} holds the {self.matches} match(es) finished "
+                     f"before the error" if self.matches else
+                     f"record: none written to {str(self.path)!r} (no match finished)")
+
     def __enter__(self) -> "RecordWriter":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is None or isinstance(exc, KeyboardInterrupt):
+            self.close()
+        else:
+            self.close_after(exc)
 
 
 def read_events(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:

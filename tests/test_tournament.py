@@ -319,3 +319,49 @@ def test_a_bot_against_itself_differs_by_exactly_zero():
         for metric, diff in res.paired[0]["metrics"].items():
             assert (diff.mean, diff.low, diff.high) == (0.0, 0.0, 0.0), (players, metric)
         assert "] *" not in text_report(res)  # the mark of a significant difference
+
+
+class FailsInItsThirdMatch(LowestAgent):
+    """Plays as LowestAgent until the third match it is reset for, then raises."""
+
+    name = "fails"
+
+    def __init__(self):
+        self.matches = 0
+
+    def reset(self, rules, seat, seed):
+        self.matches += 1
+
+    def act(self, observation, view):
+        if self.matches > 2:
+            raise RuntimeError("the bot failed")
+        return super().act(observation, view)
+
+
+def test_a_tournament_that_fails_says_what_its_record_holds(tmp_path):
+    """The record keeps the whole deals finished before a bot's error (it replays), and the
+    error says so: a record cut short must not pass for the run's whole record."""
+    record = tmp_path / "t.jsonl"
+    with pytest.raises(RuntimeError, match="the bot failed") as info:
+        run_tournament("culo", [FailsInItsThirdMatch(), "greedy"], deals=3, seed=0,
+                       players=4, record=record, jobs=1)
+    matches = sum(1 for line in record.read_text().splitlines() if '"event": "match"' in line)
+    assert matches == 4  # deal 0 in its 4 seatings; deal 1 was cut off
+    assert info.value.__notes__ == [f"record: {str(record)!r} holds the 4 match(es) finished "
+                                    f"before the error"]
+    assert not list(tmp_path.glob("*.part"))
+
+
+def test_ctrl_c_after_the_last_deal_leaves_the_tournament_complete(monkeypatch):
+    """Every deal asked for was played: a Ctrl-C that arrives after the last one finished
+    loses nothing, so the result is complete (it was marked interrupted and thrown away)."""
+    from train import tournament
+
+    def then_ctrl_c(player, deals, stop):
+        yield from played(player, deals, stop)
+        stop.flag = True
+
+    played = tournament._blocks_in_process
+    monkeypatch.setattr(tournament, "_blocks_in_process", then_ctrl_c)
+    res = run_tournament("culo", ["greedy", "random"], deals=2, seed=0, players=4, jobs=1)
+    assert res.complete and res.deals_done == 2 and res.run["interrupted"]

@@ -577,6 +577,10 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
                     next_to_write += 1
         except KeyboardInterrupt:
             interrupted = True
+        except BaseException as exc:  # a bot's or a worker's error: say what the record holds
+            if writer is not None:
+                writer.close_after(exc)
+            raise
         finally:
             bar.close()
             if writer is not None:  # it holds the unbroken prefix already
@@ -586,7 +590,7 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
     result = summarise(kept, rules=played, rules_given=given, mode=mode,
                        seatings=seatings, seed=seed, deals=deals, bots=specs, labels=labels,
                        table=table, seat_orders=orders,
-                       complete=not interrupted and len(kept) == deals, level=level)
+                       complete=len(kept) == deals, level=level)
     result.run = {"jobs": jobs, "elapsed_s": round(time.time() - started, 3),
                   "interrupted": interrupted,
                   "record": str(record) if record is not None else None,
