@@ -90,6 +90,17 @@ def test_table_errors():
     assert labels == ["a", "b"] and table == [0, 0, 1]
 
 
+
+def test_one_bundle_under_two_spellings_is_one_bot(monkeypatch):
+    """A bundle directory is one bot however its path is written: otherwise it plays a
+    tournament against itself."""
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(TournamentError, match="only one distinct bot"):
+        plan_table(["bots/ppo_culo_4p", "bots/ppo_culo_4p/"], 4)
+    _, labels, table = plan_table(["bots/ppo_culo_4p", "./bots/ppo_culo_4p", "greedy"], 3)
+    assert labels == ["bots/ppo_culo_4p", "greedy"] and table == [0, 0, 1]
+
+
 # -- figures from known inputs ----------------------------------------------------------------
 
 def test_summary_of_known_blocks_by_hand():

@@ -91,7 +91,7 @@ def plan_table(specs: Sequence[Any], num_players: int) -> tuple[list[Any], list[
     keys: list[Any] = []
     table = []
     for spec in specs:
-        key = str(spec) if isinstance(spec, (str, Path)) else id(spec)
+        key = spec_key(spec)
         if key not in keys:
             keys.append(key)
             bots.append(spec)
@@ -104,6 +104,16 @@ def plan_table(specs: Sequence[Any], num_players: int) -> tuple[list[Any], list[
         raise TournamentError(f"bots: only one distinct bot ({labels[0]}); a tournament "
                               f"compares at least two")
     return bots, labels, table
+
+
+def spec_key(spec: Any) -> Any:
+    """What makes two seats' specs the same bot: a bundle directory by its resolved path
+    (``bots/b``, ``bots/b/`` and ``./bots/b`` are one bot), any other spec by its text, an
+    object by its identity."""
+    if not isinstance(spec, (str, Path)):
+        return id(spec)
+    path = Path(spec)
+    return str(path.resolve()) if path.is_dir() else str(spec)
 
 
 def seatings_of(table: Sequence[int], how: str = "all") -> list[tuple[int, ...]]:
