@@ -361,8 +361,37 @@ def _name(seat: int, human: int, labels: list[str]) -> str:
     return "you" if seat == human else f"player_{seat} ({labels[seat]})"
 
 
-def narrate(event: dict, human: int, labels: list[str]) -> str | None:
-    """One record event as the human at ``human`` may see it (hidden cards stay hidden)."""
+def follow_hands(hands: dict[str, list[str]], event: dict) -> None:
+    """Keeps ``hands`` (player name -> cards held) up to date with one record event.
+
+    The narrator needs the hand that an only-top-rank exit reveals, and the ``out`` event
+    does not list it (INTERFACES.md fixes its fields), so the hands are followed from the
+    deal through every swap, exchange and play.
+    """
+    kind = event["event"]
+    if kind == "round":
+        hands.clear()
+        hands.update({p: list(cards) for p, cards in event["hands"].items()})
+    elif kind == "leftover_swap":
+        hands[event["player"]].append(event["take"])
+        hands[event["player"]].remove(event["lay"])
+    elif kind == "exchange":
+        for card in event["cards"]:
+            hands[event["from"]].remove(card)
+            hands[event["to"]].append(card)
+    elif kind == "play":
+        for card in event["cards"]:
+            hands[event["player"]].remove(card)
+
+
+def narrate(event: dict, human: int, labels: list[str],
+            hands: dict[str, list[str]] | None = None) -> str | None:
+    """One record event as the human at ``human`` may see it (hidden cards stay hidden).
+
+    Args:
+        hands: the cards held before ``event``, as :func:`follow_hands` keeps them; needed
+            to show the hand an only-top-rank exit reveals (the rules make it public).
+    """
     kind = event["event"]
 
     def who(key: str = "player") -> str:
@@ -397,6 +426,10 @@ def narrate(event: dict, human: int, labels: list[str]) -> str | None:
     if kind == "out":
         why = {"emptied": "played the last card", "only_top": "only top-rank cards left",
                "last": "the last one holding cards"}[event["reason"]]
+        if event["reason"] == "only_top" and hands is not None:
+            from arschloch_env.cards import SUIT_INDEX
+            shown = sorted(hands[event["player"]], key=lambda c: SUIT_INDEX[c[1]])
+            why += f", revealed: {' '.join(shown)}"
         return f"  ** {who()} {verb('player', 'are', 'is')} out: place {event['place']} ({why})"
     if kind == "round_end":
         rows = [f"\n== round {event['round']} over:"]
@@ -430,11 +463,13 @@ def play_terminal(rules, bots: list[Any], labels: list[str], seat: int, seed: in
     encoder = Encoder(game.R)
     reset_agents(agents, game.rules.to_dict(), seed)
     shown = 0
+    hands: dict[str, list[str]] = {}
     while True:
         for event in game.events[shown:]:
-            line = narrate(event, seat, labels)
+            line = narrate(event, seat, labels, hands)
             if line is not None:
                 output(line)
+            follow_hands(hands, event)
         shown = len(game.events)
         if game.is_over:
             return game
@@ -531,5 +566,5 @@ def _cmd_play(args: argparse.Namespace) -> int:
     return code
 
 
-__all__ = ["HumanAgent", "MoveError", "QuitGame", "add_parser", "narrate", "parse_move",
-           "play_terminal"]
+__all__ = ["HumanAgent", "MoveError", "QuitGame", "add_parser", "follow_hands", "narrate",
+           "parse_move", "play_terminal"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.human import HumanAgent, MoveError, QuitGame, narrate, parse_move
+from agents.human import HumanAgent, MoveError, QuitGame, follow_hands, narrate, parse_move
 from arschloch_env.engine import Game
 from arschloch_env.view import public_view
 
@@ -332,3 +332,33 @@ def test_play_keeps_the_table_size_of_a_rules_file(tmp_path, capsys):
     assert cli_main(["play", "--rules", str(rules), "--bots", "random", "random",
                      "random"]) == 2
     assert "3 bot(s) for the 4 other seats" in capsys.readouterr().err
+
+
+def test_the_hand_an_only_top_rank_exit_reveals_is_shown():
+    """The rules reveal a hand that holds only top-rank cards; the narration names whose and
+    which cards, as the engine took them out of play."""
+    import random
+
+    from arschloch_env.cards import mask_cards
+
+    labels = ["human", "random", "random", "random"]
+    checked = 0
+    for seed in range(200):
+        game, rng = Game("culo", seed=seed, record=True, auto_pass=True), random.Random(seed)
+        hands, shown = {}, 0
+        while not game.is_over and checked < 5:
+            game.step(rng.choice(game.legal_actions()))
+            new, shown = game.events[shown:], len(game.events)
+            for i, event in enumerate(new):
+                line = narrate(event, 0, labels, hands)
+                follow_hands(hands, event)
+                if event["event"] != "out" or event["reason"] != "only_top" or any(
+                        e["event"] == "round" for e in new[i:]):  # a new deal clears it
+                    continue
+                s = int(event["player"].split("_")[1])
+                cards = " ".join(mask_cards(game.rules.rank_order[-1], game.revealed[s]))
+                who = "you are" if s == 0 else f"player_{s} (random) is"
+                assert line == (f"  ** {who} out: place {event['place']} (only top-rank cards "
+                                f"left, revealed: {cards})")
+                checked += 1
+    assert checked == 5
