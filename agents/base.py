@@ -5,7 +5,10 @@ where ``observation`` is the AEC observation dict of its seat (``observation`` a
 ``action_mask``) and ``view`` the public view of INTERFACES.md. It may have
 ``reset(rules, seat, seed)`` (rules as the JSON dict), called at the start of every match.
 An agent whose ``uses_view`` attribute is ``False`` is handed ``None`` instead of the view,
-which saves building it.
+which saves building it. An agent that knows the very cards of its move (a person who typed
+``8h``) may also have ``act_cards(observation, view) -> (action, cards or None)``: the kit's
+runner (every command and :func:`agents.runner.agent_step`) then moves those cards, where
+``act`` can only name the rank, since the action space has no suits.
 
 Agent specs, accepted by every command and API that takes agents:
 

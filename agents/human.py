@@ -275,7 +275,19 @@ class HumanAgent:
             self.hint.reset(rules, seat, seed)
 
     def act(self, observation: dict, view: dict | None) -> int:
-        return self.choose(view, observation)[0]
+        """The action id alone, for a caller that steps the game by ids (a PettingZoo loop):
+        the suits typed cannot go with it, and the player is told so. The kit's runner calls
+        :meth:`act_cards` instead and moves the very cards typed."""
+        action, cards = self.act_cards(observation, view)
+        if cards:
+            self.output(f"  (this game takes moves without suits: the engine picks the cards "
+                        f"of that rank, not necessarily {' '.join(cards)}; suits never matter "
+                        f"for play)")
+        return action
+
+    def act_cards(self, observation: dict, view: dict | None) -> tuple[int, list[str] | None]:
+        """The move and the exact cards typed (None without suits): see :mod:`agents.base`."""
+        return self.choose(view, observation)
 
     def _tell_hint(self, view: dict, action: int, cards: list[str] | None) -> None:
         """A hint bot that counts cards noted its own take or lay; it learns the move made."""
@@ -451,10 +463,9 @@ def play_terminal(rules, bots: list[Any], labels: list[str], seat: int, seed: in
     Raises:
         QuitGame: the player left.
     """
-    from agents.runner import agent_step, observation_of, reset_agents
-    from arschloch_env.engine import Game, IllegalActionError, player_name
+    from agents.runner import AgentError, agent_step, reset_agents
+    from arschloch_env.engine import Game, player_name
     from arschloch_env.observation import Encoder
-    from arschloch_env.view import public_view
 
     agents = list(bots)
     agents.insert(seat, human)
@@ -473,15 +484,12 @@ def play_terminal(rules, bots: list[Any], labels: list[str], seat: int, seed: in
         shown = len(game.events)
         if game.is_over:
             return game
-        if game.current != seat:
-            agent_step(agents[game.current], game, encoder)
-            continue
-        view = public_view(game, seat)
-        action, cards = human.choose(view, observation_of(game, encoder, seat))
         try:
-            game.step(action, cards=cards, seat=seat)
-        except IllegalActionError as exc:  # parse_move checks first; this is a safety net
-            output(f"  ! {exc}")
+            agent_step(agents[game.current], game, encoder)
+        except AgentError as exc:
+            if game.current != seat:
+                raise
+            output(f"  ! {exc}")  # parse_move checks first; this is a safety net
 
 
 def add_parser(sub) -> None:

@@ -21,26 +21,42 @@ def observation_of(game: Game, encoder: Encoder, seat: int) -> dict:
     return encoder.observation(game, seat)
 
 
-def ask(agent: Any, game: Game, encoder: Encoder, observation: dict | None = None) -> int:
-    """The action ``agent`` chooses for the seat to act (``observation``: that seat's, if
-    the caller has encoded it already)."""
+def _agent_inputs(agent: Any, game: Game, encoder: Encoder,
+                  observation: dict | None) -> tuple[dict, dict | None]:
+    """The observation and view the agent of the seat to act is given."""
     seat = game.current
     view = public_view(game, seat) if getattr(agent, "uses_view", True) else None
     if observation is None:
         observation = observation_of(game, encoder, seat)
-    return agent.act(observation, view)
+    return observation, view
+
+
+def ask(agent: Any, game: Game, encoder: Encoder, observation: dict | None = None) -> int:
+    """The action ``agent`` chooses for the seat to act (``observation``: that seat's, if
+    the caller has encoded it already)."""
+    return agent.act(*_agent_inputs(agent, game, encoder, observation))
+
+
+def ask_move(agent: Any, game: Game, encoder: Encoder) -> tuple[int, list[str] | None]:
+    """The action ``agent`` chooses for the seat to act, with its exact cards when the agent
+    names them (``act_cards``, see :mod:`agents.base`), else None: the engine picks them."""
+    observation, view = _agent_inputs(agent, game, encoder, None)
+    act_cards = getattr(agent, "act_cards", None)
+    if act_cards is None:
+        return agent.act(observation, view), None
+    return act_cards(observation, view)
 
 
 def agent_step(agent: Any, game: Game, encoder: Encoder) -> None:
-    """Asks the agent of the seat to act and applies its action.
+    """Asks the agent of the seat to act and applies its action (with the cards it names).
 
     Raises:
         AgentError: the agent's action is not legal (the state is unchanged).
     """
     seat = game.current
-    action = ask(agent, game, encoder)
+    action, cards = ask_move(agent, game, encoder)
     try:
-        game.step(action)
+        game.step(action, cards=cards)
     except (IllegalActionError, ValueError) as exc:
         raise illegal_choice(agent, seat, exc) from None
 

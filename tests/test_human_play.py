@@ -362,3 +362,29 @@ def test_the_hand_an_only_top_rank_exit_reveals_is_shown():
                                 f"left, revealed: {cards})")
                 checked += 1
     assert checked == 5
+
+
+def test_the_runner_moves_the_very_cards_typed_as_play_does():
+    """Every command steps agents through agents.runner.agent_step, play too: a suit typed
+    goes through to the engine (the record shows that card), not the engine's own pick."""
+    from agents.runner import agent_step
+    from arschloch_env.observation import Encoder
+
+    for typed in ("8h", "8d", "8d 8h"):
+        game, view = _lead_view()
+        out = []
+        human = HumanAgent(input_fn=lambda prompt: typed, output=out.append)
+        agent_step(human, game, Encoder(game.R))
+        assert sorted(public_view(game, 1)["played"]) == sorted(typed.upper().split())
+        assert not any("engine picks" in line for line in out)
+
+
+def test_act_alone_says_the_typed_suits_do_not_go_with_the_action():
+    """A caller that steps the game by action ids cannot move the card typed: say so."""
+    game, view = _lead_view()
+    out = []
+    human = HumanAgent(input_fn=lambda prompt: "8d", output=out.append)
+    assert human.act({}, view) == _id(view, "single 8")
+    assert "the engine picks the cards of that rank, not necessarily 8D" in out[-1]
+    human = HumanAgent(input_fn=lambda prompt: "t", output=out.append)
+    assert human.act({}, view) == _id(view, "single 10") and "engine picks" not in out[-1]
