@@ -8,7 +8,8 @@ An agent whose ``uses_view`` attribute is ``False`` is handed ``None`` instead o
 which saves building it. An agent that knows the very cards of its move (a person who typed
 ``8h``) may also have ``act_cards(observation, view) -> (action, cards or None)``: the kit's
 runner (every command and :func:`agents.runner.agent_step`) then moves those cards, where
-``act`` can only name the rank, since the action space has no suits.
+``act`` can only name the rank, since the action space has no suits. An agent played by a
+person raises :class:`QuitGame` when the person leaves.
 
 Agent specs, accepted by every command and API that takes agents:
 
@@ -30,6 +31,11 @@ from typing import Any, Callable, Protocol, runtime_checkable
 
 class AgentSpecError(ValueError):
     """An agent spec that names no built-in bot, bundle or importable class."""
+
+
+class QuitGame(Exception):
+    """The person playing a seat asked to leave (``quit``, Ctrl-D): an agent may raise it from
+    ``act``, and every command then stops cleanly, keeping the matches that finished."""
 
 
 @runtime_checkable

@@ -24,6 +24,8 @@ import signal
 import sys
 from typing import Any, Callable
 
+from agents.base import QuitGame
+
 RANK_ALIASES = {"10": "T", "t": "T", "j": "J", "q": "Q", "k": "K", "a": "A",
                 "ten": "T", "jack": "J", "queen": "Q", "king": "K", "ace": "A"}
 # a suit only after a one-character rank or 10: "kings" is not the king of spades
@@ -35,10 +37,6 @@ HELP = ("Type a move as cards, e.g. '8 8' or '8h 8d' (a pair of eights), 't' or 
         "exchange and the left-over swap type the card to give, take or lay ('7c'). 'quit' "
         "or Ctrl-D leaves the game.")
 WORDS = {1: "single", 2: "pair", 3: "triple", 4: "quad"}
-
-
-class QuitGame(Exception):
-    """The player asked to leave."""
 
 
 class MoveError(ValueError):

@@ -192,7 +192,7 @@ def support_detail(agent, rules: Rules) -> str:
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from agents.base import agent_label, resolve_agents
+    from agents.base import QuitGame, agent_label, resolve_agents
     from agents.runner import play_match
 
     rules = rules_from_args(args)
@@ -222,6 +222,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         interrupted = True
         print(f"interrupted after {stats.matches} match(es)", file=sys.stderr)
+    except QuitGame:  # a person at a seat (agents.human:HumanAgent) left: as play ends then
+        print(f"\nyou left the game after {stats.matches} finished match(es); the unfinished "
+              f"one is not kept", file=sys.stderr)
     except BaseException as exc:  # an agent's error: say what the record holds
         if writer is not None:
             writer.close_after(exc)
@@ -372,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from agents.base import AgentSpecError
+    from agents.base import AgentSpecError, QuitGame
     from agents.bundle import BundleError
     from agents.runner import AgentError
     from arschloch_env.engine import DealError, IllegalActionError
@@ -397,6 +400,11 @@ def main(argv: list[str] | None = None) -> int:
         # A command that has more to say (what was kept, how to go on) raises Interrupted.
         print(f"arschloch {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except QuitGame:
+        # A person playing a seat left; play and simulate say what they kept, others stop here.
+        print(f"arschloch {args.command}: you left the game; stopped before the end",
+              file=sys.stderr)
+        return 0
     except BrokenPipeError:
         return 0
 

@@ -393,3 +393,19 @@ def test_simulate_ctrl_c_exits_130_with_the_record_and_summary_agreeing(tmp_path
     recorded = int(stdout.split(f"record: {rec} (")[1].split()[0])
     assert interrupted == recorded == len([line for line in rec.read_text().splitlines()
                                            if '"match_end"' in line])
+
+
+def test_a_person_leaving_simulate_or_tournament_stops_cleanly(tmp_path):
+    """agents.human:HumanAgent can play a seat of any command: 'quit' (or Ctrl-D, the closed
+    stdin of cli()) ends the command as it ends play, exit 0, no traceback."""
+    rec = tmp_path / "games.jsonl"
+    res = ok(subprocess.run(
+        BASE + ["simulate", "--agents", "agents.human:HumanAgent", "random", "random", "random",
+                "--matches", "2", "--record", str(rec)], input="quit\n", capture_output=True,
+        text=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"}))
+    assert "you left the game after 0 finished match(es)" in res.stderr
+    assert "0 match(es)" in res.stdout and "record: none written" in res.stdout
+    assert not rec.exists()
+    res = ok(cli("tournament", "--bots", "agents.human:HumanAgent", "random", "--deals", "1",
+                 "--jobs", "1", "--out", str(tmp_path / "t"), "--no-plots", "--no-progress"))
+    assert "arschloch tournament: you left the game" in res.stderr
