@@ -22,6 +22,7 @@ import argparse
 import re
 import signal
 import sys
+import unicodedata
 from typing import Any, Callable
 
 from agents.base import QuitGame
@@ -107,6 +108,17 @@ def _explain(view: dict, rank: int, count: int, held: int) -> str:
     return "that is not a legal move now"
 
 
+def _normalized(text: str) -> str:
+    """What ``text`` says, as its ASCII twin would: stripped, lower case, full-width forms
+    (an East Asian input method's '２', 'ｐａｓｓ') folded by NFKC and the decimal digits of
+    every script ('٣') made ASCII, so that '２' asks which is meant just as '2' does. Other
+    look-alikes stay as typed (a superscript '³' is no number: NFKC would make it one)."""
+    folded = "".join(
+        unicodedata.normalize("NFKC", c) if unicodedata.east_asian_width(c) == "F"
+        else str(unicodedata.decimal(c)) if c.isdecimal() else c for c in text)
+    return folded.strip().lower()
+
+
 def _move_number(digits: str, moves: int) -> int:
     """The number typed; ``int`` refuses numbers of thousands of digits (a pasted line), which
     are past the end of any list of moves."""
@@ -128,7 +140,7 @@ def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
     R = len(order)
     legal = [x["id"] for x in view["legal"]]
     phase = view["phase"]
-    raw = text.strip().lower()
+    raw = _normalized(text)
     if raw in ("quit", "exit"):  # not "q": that is a queen
         raise QuitGame()
     if not raw:
@@ -305,7 +317,7 @@ class HumanAgent:
                 text = self.input_fn(PROMPT)
             except EOFError:
                 raise QuitGame() from None
-            if text.strip().lower() in ("help", "h", "?"):
+            if _normalized(text) in ("help", "h", "?"):
                 self.output(HELP)
                 continue
             try:

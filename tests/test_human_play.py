@@ -388,3 +388,28 @@ def test_act_alone_says_the_typed_suits_do_not_go_with_the_action():
     assert "the engine picks the cards of that rank, not necessarily 8D" in out[-1]
     human = HumanAgent(input_fn=lambda prompt: "t", output=out.append)
     assert human.act({}, view) == _id(view, "single 10") and "engine picks" not in out[-1]
+
+
+@pytest.mark.parametrize("typed,ascii_twin", [
+    ("８", "8"), ("٨", "8"), ("７", "7"), ("＃８", "#8"), ("８ｈ　８ｄ", "8h 8d"), ("ｐａｓｓ", "pass"),
+    ("ｔ", "t"), ("ＱＵＩＴ", "quit"),
+])
+def test_full_width_and_other_digits_read_as_their_ascii_twins(typed, ascii_twin):
+    """'８' (an East Asian input method's) asks which move is meant exactly as '8' does,
+    instead of silently taking move 8."""
+    _, view = _lead_view()
+
+    def outcome(text):
+        try:
+            return parse_move(text, view)
+        except (MoveError, QuitGame) as exc:
+            return type(exc), str(exc)
+
+    assert outcome(typed) == outcome(ascii_twin)
+
+
+def test_full_width_help_is_help():
+    _, view = _lead_view()
+    typed, out = iter(["ｈｅｌｐ", "8 8"]), []
+    HumanAgent(input_fn=lambda prompt: next(typed), output=out.append).choose(view)
+    assert any("Type a move as cards" in line for line in out)
