@@ -44,8 +44,17 @@ class MoveError(ValueError):
     """Input that is not a legal move now; the message says why."""
 
 
+ECHO_WIDTH = 20
+"""The most of a not-understood word an error message repeats (a pasted line can be long)."""
+
+
 def show_rank(rank: str) -> str:
     return "10" if rank == "T" else rank
+
+
+def _shortened(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, a cut marked with '...'."""
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def _typed(move: str, legal_cards: list[str]) -> str:
@@ -189,8 +198,9 @@ def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
     for t in tokens:
         m = CARD_RE.match(t)
         if m is None:
-            raise MoveError(f"'{t}' is not understood: type cards like '8', '8h', 't' or "
-                            f"'10' (ten), 'pass', or a move number; 'help' explains")
+            raise MoveError(f"'{_shortened(t, ECHO_WIDTH)}' is not understood: type cards "
+                            f"like '8', '8h', 't' or '10' (ten), 'pass', or a move number; "
+                            f"'help' explains")
         word, suit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), None)
         rank = RANK_ALIASES.get(word, word.upper())
         if rank not in order:

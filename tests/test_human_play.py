@@ -413,3 +413,14 @@ def test_full_width_help_is_help():
     typed, out = iter(["ｈｅｌｐ", "8 8"]), []
     HumanAgent(input_fn=lambda prompt: next(typed), output=out.append).choose(view)
     assert any("Type a move as cards" in line for line in out)
+
+
+def test_a_long_unknown_word_is_echoed_cut_with_what_is_allowed():
+    _, view = _lead_view()
+    with pytest.raises(MoveError) as exc:
+        parse_move("x" * 5000, view)
+    assert str(exc.value) == ("'xxxxxxxxxxxxxxxxx...' is not understood: type cards like '8', "
+                              "'8h', 't' or '10' (ten), 'pass', or a move number; 'help' "
+                              "explains")
+    with pytest.raises(MoveError, match="^'x{20}' is not understood"):
+        parse_move("x" * 20, view)  # up to 20 characters are echoed whole
