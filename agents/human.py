@@ -46,6 +46,8 @@ class MoveError(ValueError):
 
 ECHO_WIDTH = 20
 """The most of a not-understood word an error message repeats (a pasted line can be long)."""
+NAME_WIDTH = 14
+"""The player column of the seat table and of the round summary: longer names are cut."""
 
 
 def show_rank(rank: str) -> str:
@@ -344,7 +346,8 @@ class HumanAgent:
         me = view["seat"]
         labels = self.labels or [f"player_{s}" for s in range(n)]
         lines = [f"== round {view['round']}: your turn (player_{me}) " + "=" * 30,
-                 f"  {'seat':9} {'player':14} {'title':15} {'cards':>5} {'points':>6}"]
+                 f"  {'seat':9} {'player':{NAME_WIDTH}} {'title':15} {'cards':>5} "
+                 f"{'points':>6}"]
         for s in range(n):
             flags = []
             if view["places"][s] is not None:
@@ -353,8 +356,8 @@ class HumanAgent:
                 flags.append("passed")
             if view["table"] is not None and view["table"]["seat"] == s:
                 flags.append("on the table")
-            who = "you" if s == me else labels[s]
-            lines.append(f"  player_{s:<2} {who[:14]:14} {view['titles'][s] or '-':15} "
+            lines.append(f"  player_{s:<2} {_table_name(s, me, labels):{NAME_WIDTH}} "
+                         f"{view['titles'][s] or '-':15} "
                          f"{view['counts'][s]:5} {view['totals'][s]:6}  {', '.join(flags)}"
                          .rstrip())
         if view["phase"] == "play":
@@ -391,6 +394,11 @@ class HumanAgent:
 
 def _name(seat: int, human: int, labels: list[str]) -> str:
     return "you" if seat == human else f"player_{seat} ({labels[seat]})"
+
+
+def _table_name(seat: int, human: int, labels: list[str]) -> str:
+    """The player column of a table: cut alike in every table, so that columns align."""
+    return _shortened("you" if seat == human else labels[seat], NAME_WIDTH)
 
 
 def follow_hands(hands: dict[str, list[str]], event: dict) -> None:
@@ -467,8 +475,9 @@ def narrate(event: dict, human: int, labels: list[str],
         rows = [f"\n== round {event['round']} over:"]
         for p, place in sorted(event["places"].items(), key=lambda kv: kv[1]):
             s = int(p.split("_")[1])
-            rows.append(f"  {place}. {_name(s, human, labels):24} {event['titles'][p]:15} "
-                        f"+{event['points'][p]} point(s), total {event['totals'][p]}")
+            rows.append(f"  {place}. player_{s:<2} {_table_name(s, human, labels):{NAME_WIDTH}} "
+                        f"{event['titles'][p]:15} +{event['points'][p]} point(s), total "
+                        f"{event['totals'][p]}")
         return "\n".join(rows)
     if kind == "match_end":
         names = ", ".join(_name(int(w.split("_")[1]), human, labels) for w in event["winners"])

@@ -424,3 +424,30 @@ def test_a_long_unknown_word_is_echoed_cut_with_what_is_allowed():
                               "explains")
     with pytest.raises(MoveError, match="^'x{20}' is not understood"):
         parse_move("x" * 20, view)  # up to 20 characters are echoed whole
+
+
+LONG_LABELS = ["human", "bots/ppo_vec_culo_expert_long_v2", "random", "agents.greedy:GreedyAgent"]
+
+
+def test_long_bot_names_are_cut_alike_and_both_tables_align():
+    """The seat table and the round summary show the same player column, 14 wide, a longer
+    name cut with '...'; every row's title starts in the same column."""
+    game, view = _lead_view()
+    seats = HumanAgent(labels=LONG_LABELS).describe(view).splitlines()[1:6]
+    assert seats == [
+        "  seat      player         title           cards points",
+        "  player_0  you            -                   8      0",
+        "  player_1  bots/ppo_ve... -                   8      0",
+        "  player_2  random         -                   8      0",
+        "  player_3  agents.gree... -                   8      0"]
+    places = {"player_0": 2, "player_1": 1, "player_2": 4, "player_3": 3}
+    titles = ["Vice-President", "President", "Arschloch", "Vice-Arschloch"]
+    end = {"event": "round_end", "round": 1, "places": places,
+           "titles": {p: titles[i] for i, p in enumerate(places)},
+           "points": {p: 4 - place for p, place in places.items()},
+           "totals": {p: 4 - place for p, place in places.items()}}
+    assert narrate(end, 0, LONG_LABELS).splitlines()[2:] == [
+        "  1. player_1  bots/ppo_ve... President       +3 point(s), total 3",
+        "  2. player_0  you            Vice-President  +2 point(s), total 2",
+        "  3. player_3  agents.gree... Vice-Arschloch  +1 point(s), total 1",
+        "  4. player_2  random         Arschloch       +0 point(s), total 0"]
