@@ -48,6 +48,10 @@ ECHO_WIDTH = 20
 """The most of a not-understood word an error message repeats (a pasted line can be long)."""
 NAME_WIDTH = 14
 """The player column of the seat table and of the round summary: longer names are cut."""
+PRESIDENT_WINS = ("points do not decide the winner here: the President of the last round wins "
+                  "the match")
+"""Said wherever totals are shown under rules with ``winner: president`` (the culo presets),
+where the totals only show what the places would score."""
 
 
 def show_rank(rank: str) -> str:
@@ -360,6 +364,8 @@ class HumanAgent:
                          f"{view['titles'][s] or '-':15} "
                          f"{view['counts'][s]:5} {view['totals'][s]:6}  {', '.join(flags)}"
                          .rstrip())
+        if view["rules"]["winner"] == "president":
+            lines.append(f"  ({PRESIDENT_WINS})")
         if view["phase"] == "play":
             if view["table"] is None:
                 lines.append("  table: empty: you lead (any single, pair, triple or quad)")
@@ -425,12 +431,14 @@ def follow_hands(hands: dict[str, list[str]], event: dict) -> None:
 
 
 def narrate(event: dict, human: int, labels: list[str],
-            hands: dict[str, list[str]] | None = None) -> str | None:
+            hands: dict[str, list[str]] | None = None, winner: str = "points") -> str | None:
     """One record event as the human at ``human`` may see it (hidden cards stay hidden).
 
     Args:
         hands: the cards held before ``event``, as :func:`follow_hands` keeps them; needed
             to show the hand an only-top-rank exit reveals (the rules make it public).
+        winner: the rules field: under ``"president"`` the totals shown are said not to
+            decide the winner.
     """
     kind = event["event"]
 
@@ -478,10 +486,13 @@ def narrate(event: dict, human: int, labels: list[str],
             rows.append(f"  {place}. player_{s:<2} {_table_name(s, human, labels):{NAME_WIDTH}} "
                         f"{event['titles'][p]:15} +{event['points'][p]} point(s), total "
                         f"{event['totals'][p]}")
+        if winner == "president":
+            rows.append(f"  ({PRESIDENT_WINS})")
         return "\n".join(rows)
     if kind == "match_end":
         names = ", ".join(_name(int(w.split("_")[1]), human, labels) for w in event["winners"])
-        return f"\n== match over: winner(s) {names}"
+        why = ", the President of the last round" if winner == "president" else ""
+        return f"\n== match over: winner(s) {names}{why}"
     return None
 
 
@@ -506,7 +517,7 @@ def play_terminal(rules, bots: list[Any], labels: list[str], seat: int, seed: in
     hands: dict[str, list[str]] = {}
     while True:
         for event in game.events[shown:]:
-            line = narrate(event, seat, labels, hands)
+            line = narrate(event, seat, labels, hands, game.rules.winner)
             if line is not None:
                 output(line)
             follow_hands(hands, event)

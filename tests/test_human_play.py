@@ -451,3 +451,24 @@ def test_long_bot_names_are_cut_alike_and_both_tables_align():
         "  2. player_0  you            Vice-President  +2 point(s), total 2",
         "  3. player_3  agents.gree... Vice-Arschloch  +1 point(s), total 1",
         "  4. player_2  random         Arschloch       +0 point(s), total 0"]
+
+
+@pytest.mark.parametrize("preset,overrides,president_wins", [
+    ("culo", {"rounds": 1}, True), ("culo-points", {"target_points": 2}, False)])
+def test_totals_say_when_they_do_not_decide_the_winner(preset, overrides, president_wins):
+    """Under winner: president (the culo presets) the totals are shown with a note that the
+    President of the last round wins; under points they decide, and no note is shown."""
+    from agents.human import PRESIDENT_WINS, play_terminal
+    from agents.random_agent import RandomAgent
+    from arschloch_env.rules import make_rules
+
+    rules = make_rules(preset, 4, **overrides)
+    screens, out = [], []
+    human = HumanAgent(input_fn=lambda prompt: "#1", output=screens.append)
+    play_terminal(rules, [RandomAgent() for _ in range(3)], ["human"] + ["random"] * 3, 0, 3, 0,
+                  human, output=out.append)
+    summary = next(line for line in out if "round 1 over:" in line)
+    end = next(line for line in out if "match over:" in line)
+    assert (f"({PRESIDENT_WINS})" in screens[0]) is president_wins
+    assert summary.endswith(f"\n  ({PRESIDENT_WINS})") is president_wins
+    assert end.endswith(", the President of the last round") is president_wins
