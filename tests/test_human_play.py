@@ -391,8 +391,8 @@ def test_act_alone_says_the_typed_suits_do_not_go_with_the_action():
 
 
 @pytest.mark.parametrize("typed,ascii_twin", [
-    ("８", "8"), ("٨", "8"), ("７", "7"), ("＃８", "#8"), ("８ｈ　８ｄ", "8h 8d"), ("ｐａｓｓ", "pass"),
-    ("ｔ", "t"), ("ＱＵＩＴ", "quit"),
+    ("８", "8"), ("٨", "8"), ("７", "7"), ("＃８", "#8"), ("８ｈ　８ｄ", "8h 8d"),
+    ("ｐａｓｓ", "pass"), ("ｔ", "t"), ("ＱＵＩＴ", "quit"),
 ])
 def test_full_width_and_other_digits_read_as_their_ascii_twins(typed, ascii_twin):
     """'８' (an East Asian input method's) asks which move is meant exactly as '8' does,
