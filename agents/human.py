@@ -602,6 +602,10 @@ def _cmd_play(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted (Ctrl-C); you left the game")
         code = 130
+    except BaseException as exc:  # a bot's error: say what the record holds
+        if writer is not None:
+            writer.close_after(exc)
+        raise
     finally:
         if writer is not None:
             writer.close()

@@ -400,10 +400,10 @@ def main(argv: list[str] | None = None) -> int:
         # A command that has more to say (what was kept, how to go on) raises Interrupted.
         print(f"arschloch {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except QuitGame:
+    except QuitGame as exc:
         # A person playing a seat left; play and simulate say what they kept, others stop here.
         print(f"arschloch {args.command}: you left the game; stopped before the end",
-              file=sys.stderr)
+              *getattr(exc, "__notes__", ()), sep="\n", file=sys.stderr)
         return 0
     except BrokenPipeError:
         return 0

@@ -175,6 +175,17 @@ def test_an_illegal_move_says_what_the_record_holds(tmp_path):
     assert "chose an illegal action" in res.stderr and "999" in res.stderr
 
 
+def test_play_says_what_the_record_holds_after_a_bot_failed(tmp_path):
+    rec = tmp_path / "p.jsonl"
+    res = subprocess.run(
+        BASE + ["play", "--bots", "tests.test_cli:BoomAgent", "--record", str(rec)],
+        input="1\n" * 50, capture_output=True, text=True, timeout=120, cwd=ROOT,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert res.returncode == 1 and "RuntimeError: boom" in res.stderr
+    assert f"record: none written to {str(rec)!r} (no match finished)" in res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_simulate_without_record():
     res = ok(cli("simulate", "--rules", "culo-ten", "--players", "3", "--matches", "1",
                  "--set", "rounds=1"))
@@ -407,5 +418,8 @@ def test_a_person_leaving_simulate_or_tournament_stops_cleanly(tmp_path):
     assert "0 match(es)" in res.stdout and "record: none written" in res.stdout
     assert not rec.exists()
     res = ok(cli("tournament", "--bots", "agents.human:HumanAgent", "random", "--deals", "1",
-                 "--jobs", "1", "--out", str(tmp_path / "t"), "--no-plots", "--no-progress"))
-    assert "arschloch tournament: you left the game" in res.stderr
+                 "--jobs", "1", "--out", str(tmp_path / "t"), "--no-plots", "--no-progress",
+                 "--record", str(tmp_path / "t.jsonl")))
+    assert res.stderr.splitlines()[-2:] == [
+        "arschloch tournament: you left the game; stopped before the end",
+        f"record: none written to {str(tmp_path / 't.jsonl')!r} (no match finished)"]
