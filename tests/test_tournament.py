@@ -330,6 +330,7 @@ def test_a_bot_against_itself_differs_by_exactly_zero():
         for metric, diff in res.paired[0]["metrics"].items():
             assert (diff.mean, diff.low, diff.high) == (0.0, 0.0, 0.0), (players, metric)
         assert "] *" not in text_report(res)  # the mark of a significant difference
+        assert "(the same in all 8 deals: no interval)" in text_report(res)
 
 
 class FailsInItsThirdMatch(LowestAgent):

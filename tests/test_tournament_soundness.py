@@ -255,6 +255,17 @@ def test_session_reports_count_sessions_not_deals():
     assert "(one session: no interval)" in text and "deal" not in text
 
 
+def test_a_difference_the_same_in_every_deal_is_not_called_certain():
+    """Two deals that happen to give the same paired difference have sd 0: a t-interval of
+    width 0 would mark it significant ('*'); the report says there is no interval instead."""
+    from train.report import paired_lines
+
+    res = run_tournament("culo", ["random", "greedy"], deals=2, seed=1, jobs=1)
+    assert res.paired[0]["metrics"]["score"].sd == 0.0
+    assert paired_lines(res) == ["random - greedy: score -0.444 (the same in all 2 deals: no "
+                                 "interval), rank pts/round -1.33"]
+
+
 def test_a_new_record_file_beside_a_bundle_is_allowed(tmp_path):
     """Only overwriting is refused: a record may be a new file in a bundle's directory."""
     bundle = tmp_path / "bot"

@@ -90,6 +90,8 @@ def paired_lines(res: TournamentResult) -> list[str]:
         rp = p["metrics"]["rank_points"]
         if e.half_width is None:
             ci = f"(one {block_unit(res)}: no interval)"
+        elif e.sd == 0.0:  # its t-interval has width 0, which no few deals make certain
+            ci = f"(the same in all {e.n} {block_unit(res)}s: no interval)"
         else:
             ci = f"[{e.low:+.3f}, {e.high:+.3f}]"
             if e.low > 0 or e.high < 0:
