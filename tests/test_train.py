@@ -941,3 +941,23 @@ def test_output_paths_that_cannot_be_written_are_refused_first(tmp_path, smoke_r
         assert res.returncode == 2 and says in res.stderr, res.stderr[-2000:]
         assert "Traceback" not in res.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "afile"]
+
+
+def test_a_script_that_trains_without_a_main_guard_is_told_so(tmp_path):
+    """The env workers import the script again; training there must say what to do, not that
+    another trainer holds the run directory."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "from train.config import load_config\n"
+        "from train.sb3_trainer import train\n"
+        f"cfg = load_config({str(ROOT / 'configs/ppo_smoke.yaml')!r}, "
+        "['total_steps=1024', 'eval.every=0'])\n"
+        f"train(cfg, {str(tmp_path / 'run')!r})\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL)
+    assert res.returncode != 0
+    assert ("a worker process of this training run is importing your script, which starts "
+            "training again: put the code that trains under 'if __name__ == \"__main__\":'"
+            in res.stderr)
+    assert "in use by another arschloch train" not in res.stderr

@@ -155,6 +155,7 @@ class RunDir:
         with the first's, or set the first's files aside under it. A directory this call
         made goes again if an error (a config error found late: a checkpoint to start from
         that does not fit) stops the run before it wrote anything but its config."""
+        refuse_while_importing_main()
         try:
             import fcntl
         except ImportError:  # not POSIX: no locking
@@ -290,6 +291,20 @@ class WorkerDied(RuntimeError):
 
 WORKER_GONE = (EOFError, BrokenPipeError, ConnectionResetError)
 """How SubprocVecEnv's pipes report a worker that died."""
+
+
+def refuse_while_importing_main() -> None:
+    """Raises RuntimeError in a worker process that is importing the caller's script again
+    (the env workers and evaluation pools start by importing ``__main__``, as
+    multiprocessing's spawn and forkserver do): a script that trains at import time would start
+    a second run there, which fails on the first run's lock with a message about another
+    trainer. multiprocessing marks that import with the same flag it checks itself."""
+    import multiprocessing
+
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise RuntimeError("a worker process of this training run is importing your script, "
+                           "which starts training again: put the code that trains under "
+                           "'if __name__ == \"__main__\":' (a notebook needs no such guard)")
 
 
 def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
