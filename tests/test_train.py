@@ -107,10 +107,16 @@ def test_resume_of_a_damaged_run_names_the_file(tmp_path, damage, says):
     assert "Traceback" not in res.stderr
 
 
-def test_a_config_named_without_its_folder_points_to_it():
+def test_a_config_named_without_its_folder_points_to_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
     with pytest.raises(ConfigError, match="the kit's config of that name is "
                                           "configs/ppo_vec_culo.yaml"):
         load_config("ppo_vec_culo.yaml")
+    # from elsewhere, the path that works from there (the relative one fails again)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match="the kit's config of that name is "
+                                          f"{ROOT / 'configs/ppo_vec_culo.yaml'}"):
+        load_config("configs/ppo_vec_culo.yaml")
 
 
 # -- a short real run -------------------------------------------------------------------------

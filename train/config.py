@@ -217,12 +217,17 @@ def config_from_dict(data: dict[str, Any]) -> TrainConfig:
 
 
 def _shipped_hint(path: Path) -> str:
-    """Where a config named without its folder is, or which configs the kit ships."""
+    """Where a config named without its folder is, or which configs the kit ships (relative
+    to the working directory where it holds them, else absolute)."""
     shipped = Path(__file__).resolve().parents[1] / "configs"
-    if (shipped / path.name).is_file():
-        return f"; the kit's config of that name is configs/{path.name}"
+    try:
+        shown = shipped.relative_to(Path.cwd().resolve())
+    except ValueError:
+        shown = shipped
+    if (shipped / path.name).is_file() and shown / path.name != path:
+        return f"; the kit's config of that name is {shown / path.name}"
     names = sorted(p.name for p in shipped.glob("*.yaml"))
-    return f"; the kit's configs are in configs/: {', '.join(names)}" if names else ""
+    return f"; the kit's configs are in {shown}/: {', '.join(names)}" if names else ""
 
 
 def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConfig:
