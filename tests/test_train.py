@@ -646,6 +646,15 @@ def test_resume_validates_what_set_may_change(override):
         resume_config(load_config(SMOKE).to_dict(), [override])
 
 
+def test_resume_names_a_fixed_field_before_what_its_change_breaks():
+    """eval.opponents alone breaks eval.best_by; the first thing wrong is that a resumed run
+    may not change it."""
+    from train.config import resume_config
+    with pytest.raises(ConfigError, match=r"--resume: eval.opponents cannot change in a "
+                                          r"resumed run .*--set may change total_steps"):
+        resume_config(load_config(SMOKE).to_dict(), ["eval.opponents=[greedy]"])
+
+
 def test_a_bad_config_leaves_no_run_directory(tmp_path):
     res = cli("train", "--config", SMOKE, "--run-dir", tmp_path / "r", "--set", "ppo.n_steps=0")
     assert res.returncode == 2, res.stderr[-2000:]

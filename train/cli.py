@@ -21,8 +21,9 @@ def add_train_parser(sub) -> None:
                    help="where the run lives (default: runs/<config name>-seed<seed>)")
     p.add_argument("--resume", action="store_true",
                    help="continue the run in --run-dir from its last checkpoint, with its "
-                        "config; --set may change total_steps, the learning rate, "
-                        "checkpoints, evaluation and threads")
+                        "config; --set may change total_steps, the learning rate, the "
+                        "checkpoint and snapshot intervals, eval.every, eval.deals, "
+                        "eval.jobs, threads and vec.debug")
     add_progress_args(p)
     p.set_defaults(func=_cmd_train)
 

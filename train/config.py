@@ -261,13 +261,23 @@ def resume_config(data: dict[str, Any], overrides: list[str] = ()) -> TrainConfi
     data = copy.deepcopy(data)
     for text in overrides:
         apply_override(data, text)
-    cfg = config_from_dict(data)
+    try:
+        cfg = config_from_dict(data)
+    except ConfigError:
+        # a field that may not change is the first thing wrong, not what it breaks
+        fixed = sorted({text.partition("=")[0].strip() for text in overrides} - set(RESUMABLE))
+        if fixed:
+            raise ConfigError(refused_on_resume(fixed)) from None
+        raise
     fixed = [k for k in changed_fields(before, cfg.to_dict()) if k not in RESUMABLE]
     if fixed:
-        raise ConfigError(f"--resume: {', '.join(fixed)} cannot change in a resumed run (it "
-                          f"defines the run; start a new one instead); --set may change "
-                          f"{', '.join(RESUMABLE)}")
+        raise ConfigError(refused_on_resume(fixed))
     return cfg
+
+
+def refused_on_resume(fields: list[str]) -> str:
+    return (f"--resume: {', '.join(fields)} cannot change in a resumed run (it defines the "
+            f"run; start a new one instead); --set may change {', '.join(RESUMABLE)}")
 
 
 def changed_fields(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:

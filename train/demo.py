@@ -34,7 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=None, help="training steps (default: "
                         "the demo config's)")
     parser.add_argument("--deals", type=int, default=200, help="tournament deals per field")
-    parser.add_argument("--run-dir", default="runs/demo", help="where the demo writes")
+    parser.add_argument("--run-dir", default="runs/demo", help="where the demo writes "
+                        "(scripts/demo.sh runs it from the repository root, which a relative "
+                        "path is then under)")
     args = parser.parse_args(argv)
     # checked before the minutes of training, and before the run folder is cleared
     if args.steps is not None and args.steps < 1:
@@ -75,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n-- bot vs 3x {field_bot}")
         print(text_report(res))
     print(f"""
-== 3. what next
+== 3. what next (from {Path.cwd()})
    TensorBoard (learning curves):  .venv/bin/tensorboard --logdir {run_dir / 'train' / 'tb'}
    play against the bot:           .venv/bin/arschloch play --rules culo --players 4 \\
                                        --bots {bundle} {bundle} greedy
