@@ -438,6 +438,10 @@ def test_export_cli_and_bundle_as_agent_spec(smoke_run, tmp_path):
     assert res.returncode == 0, res.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["presets"] == ["culo"] and manifest["players"] == [4]
+    # it names the checkpoint it chose from the run: the best by evaluation, else the last
+    assert (f"exported {Path(manifest['training']['checkpoint'])} (step "
+            f"{manifest['training']['steps']})") in res.stdout
+    assert Path(manifest["training"]["checkpoint"]).name in ("best.zip", "best.pt")
     # the play command it suggests runs: one spec for every other seat, whatever their number
     suggested = res.stdout.splitlines()[-1].split()
     assert suggested[:2] == ["arschloch", "play"] and suggested[-2:] == ["--bots", str(out)]
@@ -452,7 +456,7 @@ def test_export_cli_and_bundle_as_agent_spec(smoke_run, tmp_path):
     assert res.returncode != 0 and "trained for preset" in res.stderr
     assert "Traceback" not in res.stderr
     res = cli("export", tmp_path / "nothing-here", "--out", tmp_path / "x")
-    assert res.returncode == 2 and "checkpoint" in res.stderr
+    assert res.returncode == 2 and f"{tmp_path / 'nothing-here'} does not exist" in res.stderr
     (tmp_path / "afile").write_text("")
     res = cli("export", smoke_run, "--out", tmp_path / "afile" / "bot")
     assert res.returncode == 2 and "--out" in res.stderr and "Traceback" not in res.stderr

@@ -49,8 +49,9 @@ def add_export_parser(sub) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="bundle directory, e.g. bots/NAME")
     p.add_argument("--name", help="the bot's name (default: the --out directory's name)")
     p.add_argument("--torch", action="store_true",
-                   help="also write the policy as a torch.export program (policy.pt2; "
-                        "load it with torch.export.load(path).module())")
+                   help="also write the policy as a torch.export program (policy.pt2, "
+                        "its checksum in the manifest; load it with "
+                        "agents.bundle.load_torch_program(DIR).module())")
     p.set_defaults(func=_cmd_export)
 
 
@@ -141,6 +142,9 @@ def resolve_checkpoint(source: Path) -> tuple[Path, dict]:
         else:
             raise CliError(f"{source} holds no checkpoint (neither checkpoints/best.zip, "
                            f"checkpoints/best.pt nor latest.json)")
+    if not source.exists():
+        raise CliError(f"{source} does not exist; give a run directory or a checkpoint (.zip "
+                       f"or .pt)")
     if source.suffix not in CHECKPOINT_SUFFIXES or not source.is_file():
         raise CliError(f"{source}: not a checkpoint (.zip or .pt) or run directory")
     meta_path = source.with_suffix(".json")
@@ -190,6 +194,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
                        players=cfg.get("players", [rules["num_players"]]),
                        name=args.name or Path(args.out).name, training=training,
                        torch_program=torch_policy(mlp) if args.torch else None)
+    print(f"exported {checkpoint} (step {meta.get('steps', '?')})")
     print(f"bundle written to {out}; use it as an agent spec, e.g.\n"
           f"  arschloch play --rules {rules['preset']} --players {rules['num_players']} "
           f"--bots {out}")
