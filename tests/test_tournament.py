@@ -144,6 +144,9 @@ def test_summary_of_known_blocks_by_hand():
     assert res.deal_seeds == [100, 101, 102]  # sorted by deal whatever the input order
     assert res.games == res.rounds == 9
     assert "cand - field: score +0.083" in text_report(res)
+    half = t2 * math.sqrt(19) / 6  # rank points: (n - 1) times the score
+    assert (f"rank pts/round +0.167 [{1 / 6 - half:+.3f}, {1 / 6 + half:+.3f}]"
+            in text_report(res))
     assert "bot,cand,score,0.5555555555555556," in csv_text(res)
 
 

@@ -263,7 +263,7 @@ def test_a_difference_the_same_in_every_deal_is_not_called_certain():
     res = run_tournament("culo", ["random", "greedy"], deals=2, seed=1, jobs=1)
     assert res.paired[0]["metrics"]["score"].sd == 0.0
     assert paired_lines(res) == ["random - greedy: score -0.444 (the same in all 2 deals: no "
-                                 "interval), rank pts/round -1.33"]
+                                 "interval), rank pts/round -1.333"]
 
 
 def test_a_new_record_file_beside_a_bundle_is_allowed(tmp_path):

@@ -69,7 +69,7 @@ def markdown_table(res: TournamentResult) -> str:
         cells = [b, str(seats[b])]
         for m in cols:
             cells.append(_est(ms.get(m), pct=m in ("president", "arschloch", "win"),
-                              digits=2 if m in ("rank_points", "place") else 3))
+                              digits=2 if m == "place" else 3))
         o = res.openskill.get(b)
         cells.append(f"{o['mu']:.1f} ± {o['sigma']:.1f}" if o else "-")
         rows.append(cells)
@@ -96,8 +96,10 @@ def paired_lines(res: TournamentResult) -> list[str]:
             ci = f"[{e.low:+.3f}, {e.high:+.3f}]"
             if e.low > 0 or e.high < 0:
                 ci += " *"
+        rp_ci = ("" if rp.half_width is None or rp.sd == 0.0
+                 else f" [{rp.low:+.3f}, {rp.high:+.3f}]")
         out.append(f"{p['a']} - {p['b']}: score {e.mean:+.3f} {ci}, rank pts/round "
-                   f"{rp.mean:+.2f}")
+                   f"{rp.mean:+.3f}{rp_ci}")
     return out
 
 
