@@ -344,7 +344,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_rules_args(p, players_default="4, or the rules file's; --agents then names one spec "
                                       "per seat or one for all")
     p.add_argument("--matches", type=int, default=10, metavar="M", help="matches (default 10)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the series")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="seed of the series: match i is dealt from it and i (default 0)")
     p.add_argument("--record", metavar="FILE", help="write the game records (JSON Lines)")
     p.add_argument("--agents", nargs="+", metavar="SPEC",
                    help="one agent spec per seat in seat order, or one for all (default: "
@@ -353,9 +354,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("rules", help="print the presets and their fields")
     p.add_argument("preset", nargs="?", help="print this preset (with overrides) as JSON")
-    p.add_argument("--players", type=int, default=None, metavar="N")
+    p.add_argument("--players", type=int, default=None, metavar="N",
+                   help="players at the table, 3..6 (default: the preset's, 4)")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                   dest="overrides")
+                   dest="overrides", help="override one rules field, e.g. --set rounds=1 "
+                                          "(repeatable)")
     p.set_defaults(func=_cmd_rules)
 
     p = sub.add_parser("replay", help="re-play a game record through the engine and check it")

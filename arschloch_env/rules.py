@@ -323,7 +323,12 @@ def make_rules(rules: "Rules | str | dict | None" = "culo", num_players: int | N
             _drop_same_preset(name, overrides)
             return Rules.from_preset(name, **overrides)
         if name.endswith((".json", ".yaml", ".yml")) or Path(name).is_file():
-            return Rules.from_dict({**load_rules_file(name), **_with_one_match_end(overrides)})
+            data = load_rules_file(name)
+            try:
+                return Rules.from_dict({**data, **_with_one_match_end(overrides)})
+            except RulesError as exc:
+                given = f" (with {', '.join(overrides)} set)" if overrides else ""
+                raise RulesError(f"rules file {name!r}{given}: {exc}") from None
         raise RulesError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)} "
                          f"(or a .yaml/.json rules file)")
     raise RulesError(f"rules: expected a preset name, a dict or a file, got {type(rules).__name__}")

@@ -56,9 +56,13 @@ def add_export_parser(sub) -> None:
 
 
 def add_curves_parser(sub) -> None:
-    p = sub.add_parser("curves", help="draw a run's learning curves (PNG) from its TensorBoard logs")
-    p.add_argument("run_dir", metavar="RUN_DIR")
-    p.add_argument("--out", required=True, metavar="FILE.png")
+    p = sub.add_parser("curves", help="draw a run's learning curves (PNG) from its TensorBoard "
+                                      "logs", description="Draws the learning curves of a "
+                                      "training run (its tb/ TensorBoard logs) into one PNG.")
+    p.add_argument("run_dir", metavar="RUN_DIR",
+                   help="the run's directory (arschloch train --run-dir; e.g. "
+                        "runs/ppo_culo_4p-seed0)")
+    p.add_argument("--out", required=True, metavar="FILE.png", help="the PNG file to write")
     p.set_defaults(func=_cmd_curves)
 
 
@@ -207,7 +211,7 @@ def add_clone_parser(sub) -> None:
     p.add_argument("teacher", metavar="AGENT", help="the agent to imitate, e.g. expert")
     add_rules_args(p, players=False)
     p.add_argument("--players", type=int, nargs="+", default=None, metavar="N",
-                   help="table sizes to play, 3..6 (default: --set num_players, else 4)")
+                   help="table sizes to play, 3..6 (default: --set num_players=N, else 4)")
     p.add_argument("--decisions", type=int, default=1_000_000, metavar="D",
                    help="teacher decisions to learn from (default 1,000,000)")
     p.add_argument("--partner", metavar="AGENT",
@@ -217,8 +221,10 @@ def add_clone_parser(sub) -> None:
                    help="hidden layer sizes: the ppo-vec run's ppo.net_arch (default 128 128)")
     p.add_argument("--activation", choices=("relu", "tanh"), default="relu",
                    help="the run's ppo.activation (default relu)")
-    p.add_argument("--epochs", type=int, default=8)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--epochs", type=int, default=8,
+                   help="passes over the decisions when fitting (default 8)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the matches played and of the fit (default 0)")
     p.add_argument("--jobs", type=int, default=1, help="processes collecting decisions")
     p.add_argument("--out", required=True, metavar="FILE.npz",
                    help="the policy file, for vec.mix of a ppo-vec config")
