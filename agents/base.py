@@ -9,7 +9,8 @@ which saves building it. An agent that knows the very cards of its move (a perso
 ``8h``) may also have ``act_cards(observation, view) -> (action, cards or None)``: the kit's
 runner (every command and :func:`agents.runner.agent_step`) then moves those cards, where
 ``act`` can only name the rank, since the action space has no suits. An agent played by a
-person raises :class:`QuitGame` when the person leaves.
+person raises :class:`QuitGame` when the person leaves, and has ``interactive = True``: a
+tournament then plays in its own process, where the person's terminal is (workers have none).
 
 Agent specs, accepted by every command and API that takes agents:
 

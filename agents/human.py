@@ -284,6 +284,7 @@ class HumanAgent:
 
     name = "human"
     uses_view = True
+    interactive = True
 
     def __init__(self, input_fn: Callable[[str], str] = input,
                  output: Callable[[str], Any] = print, hint: Any = None,

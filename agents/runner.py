@@ -39,12 +39,21 @@ def ask(agent: Any, game: Game, encoder: Encoder, observation: dict | None = Non
 
 def ask_move(agent: Any, game: Game, encoder: Encoder) -> tuple[int, list[str] | None]:
     """The action ``agent`` chooses for the seat to act, with its exact cards when the agent
-    names them (``act_cards``, see :mod:`agents.base`), else None: the engine picks them."""
+    names them (``act_cards``, see :mod:`agents.base`), else None: the engine picks them.
+
+    Raises:
+        AgentError: ``act_cards`` returned something else than ``(action, cards or None)``.
+    """
     observation, view = _agent_inputs(agent, game, encoder, None)
     act_cards = getattr(agent, "act_cards", None)
     if act_cards is None:
         return agent.act(observation, view), None
-    return act_cards(observation, view)
+    move = act_cards(observation, view)
+    if not (isinstance(move, tuple) and len(move) == 2
+            and (move[1] is None or isinstance(move[1], list))):
+        raise illegal_choice(agent, game.current, ValueError(
+            f"act_cards must return (action, cards or None), got {move!r:.80}"))
+    return move
 
 
 def agent_step(agent: Any, game: Game, encoder: Encoder) -> None:

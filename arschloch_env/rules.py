@@ -326,9 +326,8 @@ def make_rules(rules: "Rules | str | dict | None" = "culo", num_players: int | N
             data = load_rules_file(name)
             try:
                 return Rules.from_dict({**data, **_with_one_match_end(overrides)})
-            except RulesError as exc:
-                given = f" (with {', '.join(overrides)} set)" if overrides else ""
-                raise RulesError(f"rules file {name!r}{given}: {exc}") from None
+            except RulesError as exc:  # the message's start names the field; callers read it
+                raise RulesError(f"{exc} (rules file {name!r})") from None
         raise RulesError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)} "
                          f"(or a .yaml/.json rules file)")
     raise RulesError(f"rules: expected a preset name, a dict or a file, got {type(rules).__name__}")

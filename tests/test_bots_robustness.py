@@ -334,3 +334,28 @@ def test_an_agent_cannot_work_back_from_its_reset_seed_to_the_deal():
         steps = np.diff(np.array(seeds, np.int64))
         assert len(set(seeds)) == 40 and len(set(steps.tolist())) > 30  # no line through them
     assert not set(by_seat[0]) & set(by_seat[3])
+
+
+class CardsOfAnotherKind:
+    """An agent with an act_cards method that answers something else than (action, cards)."""
+    name = "odd"
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def act(self, observation, view):
+        return int(observation["action_mask"].argmax())
+
+    def act_cards(self, observation, view):
+        return self.answer
+
+
+@pytest.mark.parametrize("answer", [3, (), (1, "8h"), [1, None]])
+def test_an_act_cards_answer_of_another_shape_names_the_agent(answer):
+    from agents.runner import AgentError, agent_step
+    from arschloch_env.engine import Game
+    from arschloch_env.observation import Encoder
+    game = Game("culo", num_players=4, seed=0)
+    with pytest.raises(AgentError, match=r"agent 'odd' in player_\d chose an illegal action: "
+                                         r"act_cards must return \(action, cards or None\)"):
+        agent_step(CardsOfAnotherKind(answer), game, Encoder(game.R))

@@ -165,14 +165,14 @@ def test_a_rules_file_that_cannot_be_read_is_a_clean_error(tmp_path):
     (tmp_path / "int_key.yaml").write_text("preset: culo\n1: 2\n")
     with pytest.raises(RulesError, match="unknown rules field.s. 1; allowed: preset"):
         make_rules(str(tmp_path / "int_key.yaml"))
-    # a field's error names the file it came from, and the overrides given with it
+    # a field's error names the file it came from (after the field, which callers read)
     bogus = tmp_path / "bogus.yaml"
     bogus.write_text("preset: culo\nbogus: 1\n")
-    with pytest.raises(RulesError, match=rf"rules file '{bogus}': unknown rules field.s. bogus"):
+    with pytest.raises(RulesError, match=rf"^unknown rules field.s. bogus.*\(rules file "
+                                         rf"'{bogus}'\)$"):
         make_rules(str(bogus))
     bogus.write_text("preset: culo\nrounds: 0\n")
-    with pytest.raises(RulesError, match=rf"rules file '{bogus}' \(with num_players set\): "
-                                         rf"rounds"):
+    with pytest.raises(RulesError, match=rf"^rounds: .*\(rules file '{bogus}'\)$"):
         make_rules(str(bogus), 4)
 
 

@@ -46,6 +46,9 @@ def test_degenerate_inputs():
     assert one.text() == "0.700 ± ?"
     flat = mean_ci([0.5] * 4)
     assert flat.half_width == 0.0 and flat.low == flat.high == 0.5
+    # equal values that their mean does not hold exactly: still no spread
+    third = mean_ci([1 / 9] * 5)
+    assert third.sd == 0.0 and third.low == third.high == third.mean
     with pytest.raises(ValueError, match="no values"):
         mean_ci([])
     with pytest.raises(ValueError, match="equal lengths"):

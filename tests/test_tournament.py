@@ -380,3 +380,34 @@ def test_ctrl_c_after_the_last_deal_leaves_the_tournament_complete(monkeypatch):
     monkeypatch.setattr(tournament, "_blocks_in_process", then_ctrl_c)
     res = run_tournament("culo", ["greedy", "random"], deals=2, seed=0, players=4, jobs=1)
     assert res.complete and res.deals_done == 2 and res.run["interrupted"]
+
+
+class AtTheTerminal(LowestAgent):
+    """Stands for a person: it can only be asked from the process that holds the terminal."""
+    name = "person"
+    interactive = True
+
+
+def test_a_person_at_the_table_plays_in_the_main_process():
+    res = run_tournament("culo", [AtTheTerminal(), "random"], deals=3, seed=0, players=4,
+                         jobs=2)
+    assert res.run["jobs"] == 1 and res.complete
+
+
+def test_a_built_in_name_is_the_built_in_bot_beside_a_bundle_of_that_name(tmp_path,
+                                                                          monkeypatch):
+    """make_agent takes 'greedy' for the built-in bot even where ./greedy is a bundle: the
+    table must count the two as the bots they are."""
+    import shutil
+    shutil.copytree(ROOT / "bots" / "ppo_culo_4p", tmp_path / "greedy")
+    monkeypatch.chdir(tmp_path)
+    _, labels, table = plan_table(["./greedy", "greedy"], 4)
+    assert labels == ["./greedy", "greedy"] and table == [0, 1, 1, 1]
+
+
+def test_a_rules_file_that_cannot_seat_the_bots_says_how_they_were_counted(tmp_path):
+    rules = tmp_path / "r.json"
+    rules.write_text('{"preset": "culo"}')
+    with pytest.raises(TournamentError, match=r"^bots: 7 specs, one per seat, make a table of "
+                                              r"7 players; num_players: 7"):
+        run_tournament(str(rules), ["random"] * 6 + ["greedy"], deals=1, seed=0)

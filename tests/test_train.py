@@ -657,6 +657,11 @@ def test_resume_names_a_fixed_field_before_what_its_change_breaks():
     with pytest.raises(ConfigError, match=r"--resume: eval.opponents cannot change in a "
                                           r"resumed run .*--set may change total_steps"):
         resume_config(load_config(SMOKE).to_dict(), ["eval.opponents=[greedy]"])
+    # but a mistyped key is unknown, and a field set to its own value is no change
+    with pytest.raises(ConfigError, match=r"unknown config key\(s\) eval.evry"):
+        resume_config(load_config(SMOKE).to_dict(), ["eval.evry=5"])
+    with pytest.raises(ConfigError, match=r"^total_steps: -5 is not allowed"):
+        resume_config(load_config(SMOKE).to_dict(), ["total_steps=-5", "seed=0"])
 
 
 def test_a_bad_config_leaves_no_run_directory(tmp_path):

@@ -264,8 +264,9 @@ def resume_config(data: dict[str, Any], overrides: list[str] = ()) -> TrainConfi
     try:
         cfg = config_from_dict(data)
     except ConfigError:
-        # a field that may not change is the first thing wrong, not what it breaks
-        fixed = sorted({text.partition("=")[0].strip() for text in overrides} - set(RESUMABLE))
+        # a known field that may not change is the first thing wrong, not what it breaks
+        known = set(flat_fields(before))
+        fixed = [k for k in changed_fields(before, data) if k in known and k not in RESUMABLE]
         if fixed:
             raise ConfigError(refused_on_resume(fixed)) from None
         raise
@@ -278,6 +279,13 @@ def resume_config(data: dict[str, Any], overrides: list[str] = ()) -> TrainConfi
 def refused_on_resume(fields: list[str]) -> str:
     return (f"--resume: {', '.join(fields)} cannot change in a resumed run (it defines the "
             f"run; start a new one instead); --set may change {', '.join(RESUMABLE)}")
+
+
+def flat_fields(d: dict[str, Any], prefix: str = "") -> list[str]:
+    """The dotted keys of a config mapping's fields (``ppo.learning_rate``)."""
+    return [k for key, v in d.items()
+            for k in (flat_fields(v, f"{prefix}{key}.") if isinstance(v, dict)
+                      else [prefix + key])]
 
 
 def changed_fields(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:

@@ -77,7 +77,9 @@ def mean_ci(values: Sequence[float], level: float = 0.95) -> Estimate:
     mean = math.fsum(values) / n
     if n < 2:
         return Estimate(mean, None, None, None, None, n, level)
-    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    # equal values have no spread, which their rounded mean would turn into a tiny one
+    var = (0.0 if min(values) == max(values)
+           else math.fsum((v - mean) ** 2 for v in values) / (n - 1))
     sd = math.sqrt(var)
     half = t_quantile(0.5 + level / 2.0, n - 1) * sd / math.sqrt(n)
     return Estimate(mean, mean - half, mean + half, half, sd, n, level)

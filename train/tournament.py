@@ -54,7 +54,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from agents.base import AgentSpecError, agent_label, copy_agent, make_agent
+from agents.base import BUILTIN, AgentSpecError, agent_label, copy_agent, make_agent
 from agents.runner import play_match
 from arschloch_env.cli import match_seed, progress_bar, support_detail
 from arschloch_env.rules import Rules, RulesError, is_integer, make_rules, names_num_players
@@ -109,11 +109,14 @@ def plan_table(specs: Sequence[Any], num_players: int) -> tuple[list[Any], list[
 def spec_key(spec: Any) -> Any:
     """What makes two seats' specs the same bot: a bundle directory by its resolved path
     (``bots/b``, ``bots/b/`` and ``./bots/b`` are one bot), any other spec by its text, an
-    object by its identity."""
+    object by its identity. A built-in name is the built-in bot, as for ``make_agent``, even
+    where a bundle directory of that name lies in the working directory."""
     if not isinstance(spec, (str, Path)):
         return id(spec)
     path = Path(spec)
-    return str(path.resolve()) if path.is_dir() else str(spec)
+    if str(spec) not in BUILTIN and (path / "manifest.json").is_file():
+        return str(path.resolve())
+    return str(spec)
 
 
 def seatings_of(table: Sequence[int], how: str = "all") -> list[tuple[int, ...]]:
@@ -564,7 +567,8 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
         except (OSError, ValueError) as exc:
             raise TournamentError(f"record: {exc}") from None
 
-    jobs = min(jobs, deals)
+    # a person reads and types at this terminal: worker processes have no stdin
+    jobs = 1 if any(getattr(a, "interactive", False) for a in made.values()) else min(jobs, deals)
     player = BlockPlayer(played, specs, labels, orders, seed, record is not None,
                          made if jobs == 1 else None)
     started = time.time()
