@@ -215,7 +215,8 @@ class BundleAgent:
             shape = found.get(tensor)
             if shape is None:
                 raise BundleError(f"bundle {str(self.path)!r}: {file} has no {tensor}")
-            if len(shape) != 2 or shape[1] != width:
+            # a named (symbolic) width is a graph made for any size: nothing to compare
+            if len(shape) != 2 or (isinstance(shape[1], int) and shape[1] != width):
                 raise BundleError(f"bundle {str(self.path)!r}: {file} {tensor} has shape "
                                   f"{list(shape)}, expected [N, {width}] (the manifest's "
                                   f"{field})")

@@ -62,11 +62,12 @@ class RecordWriter:
             self.tmp.unlink(missing_ok=True)
 
     def close_after(self, exc: BaseException) -> None:
-        """:meth:`close` after a failure, with a note on ``exc`` of what the file now holds:
-        the whole matches finished before it (a record that was cut short looks complete)."""
+        """:meth:`close` after a failure (or a person leaving), with a note on ``exc`` of what
+        the file now holds: the whole matches finished before (a record that was cut short
+        looks complete)."""
         self.close()
         exc.add_note(f"record: {str(self.path)!r} holds the {self.matches} match(es) finished "
-                     f"before the error" if self.matches else
+                     f"before it stopped" if self.matches else
                      f"record: none written to {str(self.path)!r} (no match finished)")
 
     def __enter__(self) -> "RecordWriter":

@@ -158,7 +158,7 @@ def test_record_keeps_the_matches_that_finished_before_an_error(tmp_path):
     res = cli("simulate", "--agents", "tests.test_cli:LateBoomAgent", "random", "random",
               "random", "--matches", "3", "--set", "rounds=1", "--record", str(rec))
     assert res.returncode != 0 and "boom" in res.stderr
-    assert f"record: {str(rec)!r} holds the 1 match(es) finished before the error" in res.stderr
+    assert f"record: {str(rec)!r} holds the 1 match(es) finished before it stopped" in res.stderr
     assert [e["index"] for e in events_of(rec) if e["event"] == "match"] == [0]
     assert not list(tmp_path.glob("*.part"))
     ok(cli("replay", "--quiet", str(rec)))
@@ -171,7 +171,7 @@ def test_an_illegal_move_says_what_the_record_holds(tmp_path):
     assert res.returncode == 1, res.stderr
     assert res.stderr.splitlines() == [
         res.stderr.splitlines()[0],
-        f"record: {str(rec)!r} holds the 1 match(es) finished before the error"]
+        f"record: {str(rec)!r} holds the 1 match(es) finished before it stopped"]
     assert "chose an illegal action" in res.stderr and "999" in res.stderr
 
 

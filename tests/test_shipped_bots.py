@@ -206,3 +206,26 @@ def test_a_graph_of_another_action_count_is_refused_at_load(tmp_path):
     with pytest.raises(BundleError, match=r"policy.onnx input action_mask has shape "
                                           r"\['N', 50\], expected \[N, 49\]"):
         load_bundle(bundle)
+
+
+def test_a_graph_made_for_any_width_loads(tmp_path):
+    """A graph from elsewhere may name its widths (symbolic dimensions) instead of fixing
+    them: there is nothing to compare, and it plays."""
+    import onnx
+
+    from agents.bundle import file_sha256, load_bundle
+    bundle = edited_copy(tmp_path, lambda m: None)
+    model = onnx.load(str(bundle / "policy.onnx"))
+    for value in [*model.graph.input, *model.graph.output]:
+        dims = value.type.tensor_type.shape.dim
+        if len(dims) == 2:
+            dims[1].dim_param = "width"
+    onnx.save(model, bundle / "policy.onnx")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    manifest["policy"]["sha256"] = file_sha256(bundle / "policy.onnx")
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    agent = load_bundle(bundle)
+    obs = np.zeros((1, 413), np.float32)
+    mask = np.zeros((1, 49), np.int8)
+    mask[0, 3] = 1
+    assert agent.policy(obs, mask)[0].tolist() == [3]
