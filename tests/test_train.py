@@ -985,3 +985,56 @@ def test_a_script_that_trains_without_a_main_guard_is_told_so(tmp_path):
             "training again: put the code that trains under 'if __name__ == \"__main__\":'"
             in res.stderr)
     assert "in use by another arschloch train" not in res.stderr
+
+
+def test_a_checkpoint_holds_the_update_on_its_last_rollout(tmp_path, monkeypatch):
+    """SB3 trains on a rollout after its end: the checkpoint of step 1024 in a longer run holds
+    the same weights as a run that ends at step 1024, or a resume from it would go without
+    that rollout's update; and no checkpoint is written twice."""
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from train.sb3_trainer import RunDir, train
+    written = []
+    save = RunDir.save_checkpoint
+
+    def spy(self, model, name, meta, latest):
+        written.append(name)
+        return save(self, model, name, meta, latest)
+
+    monkeypatch.setattr(RunDir, "save_checkpoint", spy)
+    common = ["ppo.n_steps=512", "ppo.batch_size=256", "subproc=false", "n_envs=2",
+              "eval.deals=2", "checkpoint_every=1024"]
+    short = train(load_config(SMOKE, ["total_steps=1024", *common]), tmp_path / "short",
+                  progress=False)
+    written.clear()
+    long = train(load_config(SMOKE, ["total_steps=2048", *common]), tmp_path / "long",
+                 progress=False)
+    steps = [name for name in written if name.startswith("step_")]  # best may improve again
+    assert len(steps) == len(set(steps)), written
+    assert long.name == "step_000000002048.zip"
+    at_1024 = long.with_name("step_000000001024.zip")
+    a, b = (MaskablePPO.load(str(p), device="cpu").policy.state_dict() for p in (short, at_1024))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_ctrl_c_in_a_checkpoint_write_still_prunes_the_league(tmp_path):
+    """Ctrl-C takes effect once a checkpoint's write is over; if the checkpoint was written,
+    the league drops the snapshots it no longer lists, as after any other."""
+    from train.callbacks import prune_if_written
+
+    class League:
+        calls = 0
+
+        def checkpointed(self):
+            self.calls += 1
+
+    league = League()
+    (tmp_path / "latest.json").write_text(json.dumps(
+        {"checkpoint": "checkpoints/step_8.pt", "meta": "checkpoints/step_8.json", "steps": 8}))
+    prune_if_written(league, tmp_path, 16)  # the write of step 16 did not get that far
+    assert league.calls == 0
+    prune_if_written(league, tmp_path, 8)
+    assert league.calls == 1
+    prune_if_written(league, tmp_path / "nothing", 8)  # no latest.json yet
+    assert league.calls == 1

@@ -22,6 +22,20 @@ from train.evaluate import evaluate_fields
 from train.export import policy_mlp
 
 
+def prune_if_written(league, run_root, steps: int) -> None:
+    """After Ctrl-C in a checkpoint's write (it takes effect once the write is over): if the
+    checkpoint was written (``latest.json`` names its step), the league prunes the snapshots
+    it no longer lists, as after any checkpoint."""
+    from train.config import ConfigError
+    from train.files import read_latest
+    try:
+        written = read_latest(run_root)["steps"] == steps
+    except ConfigError:
+        written = False
+    if written:
+        league.checkpointed()
+
+
 class TrainingLoop(BaseCallback):
     def __init__(self, cfg: TrainConfig, run, league, meta: dict[str, Any] | None,
                  progress: bool | None = None):
@@ -35,6 +49,7 @@ class TrainingLoop(BaseCallback):
         self.next_snapshot = _next_multiple(steps, cfg.league.snapshot_every)
         self.next_eval = _next_multiple(steps, cfg.eval.every) if cfg.eval.every else None
         self.next_checkpoint = _next_multiple(steps, cfg.checkpoint_every)
+        self.last_checkpoint: tuple[int, Any] | None = None
         self._bar = None
         self._clock = (time.time(), steps)
 
@@ -83,6 +98,11 @@ class TrainingLoop(BaseCallback):
         if self.next_eval is not None and steps >= self.next_eval:
             self.evaluate(steps)
             self.next_eval = _next_multiple(steps, self.cfg.eval.every)
+
+    def _on_rollout_start(self) -> None:
+        # SB3 trains on a rollout after its end: a checkpoint is due once that update is in
+        # the weights, or a run resumed from it would go without the rollout's update
+        steps = self.num_timesteps
         if steps >= self.next_checkpoint:
             self.checkpoint(self.model, latest=True)
             self.next_checkpoint = _next_multiple(steps, self.cfg.checkpoint_every)
@@ -126,17 +146,27 @@ class TrainingLoop(BaseCallback):
                 "code_version": code_version(), "league": list(self.league.snapshots),
                 "evaluations": self.evaluations, "best": self.best,
                 "illegal_actions": self.illegal}
-        path = self.run.save_checkpoint(model, name or f"step_{steps:012d}", meta, latest)
+        try:
+            path = self.run.save_checkpoint(model, name or f"step_{steps:012d}", meta, latest)
+        except KeyboardInterrupt:
+            if latest:
+                prune_if_written(self.league, self.run.root, steps)
+            raise
         if latest:
             self.league.checkpointed()
+            self.last_checkpoint = (steps, path)
         return path
 
     def finish(self, model):
-        """The closing evaluation (if the last one is stale) and checkpoint."""
+        """The closing evaluation (if the last one is stale) and checkpoint (unless the last
+        one is of this step and no evaluation came since)."""
         self.model = model
-        if not self.evaluations or self.evaluations[-1]["steps"] != model.num_timesteps:
-            self.evaluate(model.num_timesteps)
-            self.logger.dump(model.num_timesteps)
+        steps = model.num_timesteps
+        if not self.evaluations or self.evaluations[-1]["steps"] != steps:
+            self.evaluate(steps)
+            self.logger.dump(steps)
+        elif self.last_checkpoint is not None and self.last_checkpoint[0] == steps:
+            return self.last_checkpoint[1]
         return self.checkpoint(model, latest=True)
 
     def log_line(self, text: str) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from arschloch_env.cli import progress_bar
-from train.callbacks import _next_multiple
+from train.callbacks import _next_multiple, prune_if_written
 from train.config import TrainConfig
 from train.ppo_vec_io import actor_mlp, save_checkpoint
 
@@ -28,6 +28,7 @@ class Bookkeeper:
         self.next_snapshot = _next_multiple(steps, cfg.league.snapshot_every)
         self.next_eval = _next_multiple(steps, cfg.eval.every) if cfg.eval.every else None
         self.next_checkpoint = _next_multiple(steps, cfg.checkpoint_every)
+        self.last_checkpoint: tuple[int, Path] | None = None
         self.writer = None
         self._bar = None
         self._started = (0, time.time())
@@ -124,15 +125,25 @@ class Bookkeeper:
                 "best": self.best, "illegal_actions": self.illegal}
         if latest:
             self.league.update_current(actor_mlp(nets.actor, nets.activation))
-        path = save_checkpoint(self.run, name or f"step_{steps:012d}", payload, meta, latest)
+        try:
+            path = save_checkpoint(self.run, name or f"step_{steps:012d}", payload, meta, latest)
+        except KeyboardInterrupt:
+            if latest:
+                prune_if_written(self.league, self.run.root, steps)
+            raise
         if latest:
             self.league.checkpointed()
+            self.last_checkpoint = (steps, path)
         return path
 
     def finish(self, nets, optimizer, steps: int) -> Path:
-        """The closing evaluation (if the last one is stale) and checkpoint."""
+        """The closing evaluation (if the last one is stale) and checkpoint (unless the last
+        one is of this step and no evaluation came since: writing it again would replace the
+        file ``latest.json`` names)."""
         if not self.evaluations or self.evaluations[-1]["steps"] != steps:
             self.evaluate(nets, optimizer, steps)
+        elif self.last_checkpoint is not None and self.last_checkpoint[0] == steps:
+            return self.last_checkpoint[1]
         return self.checkpoint(nets, optimizer, steps, latest=True)
 
     def close(self) -> None:
