@@ -1038,3 +1038,27 @@ def test_ctrl_c_in_a_checkpoint_write_still_prunes_the_league(tmp_path):
     assert league.calls == 1
     prune_if_written(league, tmp_path / "nothing", 8)  # no latest.json yet
     assert league.calls == 1
+
+
+def test_an_env_worker_skips_a_snapshot_pruned_while_it_read_the_pool(tmp_path, monkeypatch):
+    """The trainer prunes snapshots while env workers read the pool: one listed in
+    league.json but gone by the time it is loaded is left out, not a crash of the worker."""
+    from agents.mlp import MLP
+    from train.league import League, LeagueSampler
+    rng = np.random.default_rng(0)
+    mlp = MLP([(rng.normal(size=(49, 413)).astype(np.float32), np.zeros(49, np.float32))])
+    pool = League(tmp_path, 5)
+    pool.add_snapshot(mlp, 1)
+    pool.add_snapshot(mlp, 2)
+    load = MLP.load
+    gone = tmp_path / pool.snapshots[0]["file"]
+
+    def pruned_meanwhile(path):
+        if Path(path) == gone:
+            raise FileNotFoundError(path)
+        return load(path)
+
+    monkeypatch.setattr(MLP, "load", staticmethod(pruned_meanwhile))
+    sampler = LeagueSampler(tmp_path, {"snapshots": 1.0})
+    agents = sampler(np.random.default_rng(0), 3)
+    assert len(sampler._pool) == 1 and len(agents) == 3

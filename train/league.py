@@ -114,8 +114,8 @@ class LeagueSampler:
         self._stamp = stamp
         if files[0].exists():
             snaps = json.loads(files[0].read_text())["snapshots"]
-            self._pool = [MLP.load(self.root / s["file"]) for s in snaps
-                          if (self.root / s["file"]).exists()]
+            self._pool = [m for m in (_load_if_there(self.root / s["file"]) for s in snaps)
+                          if m is not None]
         if files[1].exists():
             self._current = MLP.load(files[1])
 
@@ -137,3 +137,12 @@ class LeagueSampler:
 
     def composition(self) -> dict[str, float]:
         return dict(zip(self.kinds, self.p.tolist()))
+
+
+def _load_if_there(path: Path) -> MLP | None:
+    """A snapshot's policy, or None if the trainer pruned it since the pool listed it (the
+    env workers read the pool while the trainer writes it)."""
+    try:
+        return MLP.load(path)
+    except FileNotFoundError:
+        return None
