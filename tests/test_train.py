@@ -1062,3 +1062,23 @@ def test_an_env_worker_skips_a_snapshot_pruned_while_it_read_the_pool(tmp_path, 
     sampler = LeagueSampler(tmp_path, {"snapshots": 1.0})
     agents = sampler(np.random.default_rng(0), 3)
     assert len(sampler._pool) == 1 and len(agents) == 3
+
+
+def test_the_trainer_removes_the_unfinished_writes_of_a_killed_one(tmp_path):
+    """A kill mid-write leaves a .part file beside the whole ones; the next trainer to hold
+    the run directory removes them, and nothing else."""
+    from train.sb3_trainer import RunDir
+    run = RunDir(tmp_path / "run")
+    for folder in (run.root, run.checkpoints, run.league):
+        folder.mkdir(parents=True, exist_ok=True)
+    left = [run.checkpoints / "step_000000004096.part.zip", run.checkpoints / "best.part.pt",
+            run.league / "snap_000000002048.npz.part.npz", run.league / "league.json.part",
+            run.root / "config.yaml.part"]
+    whole = [run.checkpoints / "step_000000002048.zip", run.league / "snap_000000002048.npz",
+             run.root / "config.yaml", run.root / "notes.part.txt", run.root / "old.part"]
+    for path in left + whole[:-1]:
+        path.write_text("x")
+    whole[-1].mkdir()  # a folder, whatever its name, is not a write
+    with run.lock():
+        assert [p for p in left if p.exists()] == []
+        assert all(p.exists() for p in whole)

@@ -148,6 +148,8 @@ class RunDir:
     """What a run writes at its top level (other files in the directory are not its own)."""
     SET_ASIDE = "earlier_attempts"
     LOCK = "train.lock"
+    UNFINISHED = (".part", ".part.zip", ".part.pt", ".part.npz")
+    """How the names of files being written end (they are renamed once whole)."""
 
     @contextlib.contextmanager
     def lock(self):
@@ -172,6 +174,7 @@ class RunDir:
             except OSError:
                 raise ConfigError(f"{self.root} is in use by another arschloch train; let it "
                                   f"finish or stop it (Ctrl-C), then run this again") from None
+            self._remove_unfinished_writes()
             try:
                 yield
             except Exception:
@@ -183,6 +186,15 @@ class RunDir:
                 if made and [p.name for p in self.root.iterdir()] == [self.LOCK]:
                     path.unlink()
                     self.root.rmdir()
+
+    def _remove_unfinished_writes(self) -> None:
+        """The ``.part`` files of writes that a killed trainer left (each is written there,
+        then renamed): with the lock held, nothing else is writing them."""
+        for folder in (self.root, self.checkpoints, self.league):
+            if folder.is_dir():
+                for tmp in folder.iterdir():
+                    if tmp.name.endswith(self.UNFINISHED) and tmp.is_file():
+                        tmp.unlink()
 
     def _only_set_up(self) -> bool:
         """The directory holds what :meth:`create` writes and no more: config, rules, the
