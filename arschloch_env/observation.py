@@ -129,9 +129,10 @@ class Layout:
         if isinstance(vec, dict):
             raise ValueError("views() takes the observation vector: pass "
                              "observation[\"observation\"], not the whole dict")
-        if np.shape(vec)[-1:] != (self.size,):
+        vec = np.asarray(vec)  # a list of floats is one too
+        if vec.shape[-1:] != (self.size,):
             raise ValueError(f"an observation of this layout has {self.size} values, this one "
-                             f"has shape {np.shape(vec)}")
+                             f"has shape {vec.shape}")
         shapes = {name: shape for name, shape, _ in self.entries}
         lead = vec.shape[:-1]
         return {name: vec[..., s].reshape(lead + shapes[name]) for name, s in self.slices.items()}

@@ -343,3 +343,14 @@ def test_the_observation_of_a_finished_match_agrees_with_its_view(preset, n):
             [TITLE_INDEX[t] for t in titles]
         for name in ("table_rank", "table_count", "table_seat", "phase"):
             assert not parts[name].any(), name
+
+
+def test_views_takes_a_plain_list_and_refuses_a_wrong_size_clearly():
+    from arschloch_env.observation import Layout
+    layout = Layout(8)
+    parts = layout.views([0.0] * layout.size)
+    assert parts["hand"].shape == (8, 4) and not parts["hand"].any()
+    with pytest.raises(ValueError, match=r"has 413 values, this one has shape \(3,\)"):
+        layout.views([0.0, 1.0, 2.0])
+    with pytest.raises(ValueError, match="pass observation"):
+        layout.views({"observation": [0.0] * layout.size})
