@@ -114,7 +114,7 @@ from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
 from arschloch_env.records import RecordWriter
 from arschloch_env.render import render_text
-from arschloch_env.rules import Rules, is_integer, make_rules
+from arschloch_env.rules import Rules, is_integer, make_rules, players_or_default
 from arschloch_env.view import public_view
 
 REWARD_MODES = ("place", "points")
@@ -209,8 +209,7 @@ class raw_env(AECEnv):
                              f"{', '.join(REWARD_MODES)}")
         if not isinstance(auto_pass, (bool, np.bool_)):
             raise ValueError(f"auto_pass {auto_pass!r} is not a bool; allowed: True, False")
-        if num_players is None and not isinstance(rules, (Rules, dict)):
-            num_players = 4
+        num_players = players_or_default(rules, num_players, overrides)
         self.rules = make_rules(rules, num_players, **overrides)
         self.render_mode = render_mode
         self.reward_mode = reward

@@ -333,6 +333,15 @@ def make_rules(rules: "Rules | str | dict | None" = "culo", num_players: int | N
     raise RulesError(f"rules: expected a preset name, a dict or a file, got {type(rules).__name__}")
 
 
+def players_or_default(rules: "Rules | str | dict | None", num_players: int | None,
+                       overrides: dict[str, Any]) -> int | None:
+    """``num_players``, or 4 where neither it nor the rules (object, dict, file) nor the
+    overrides name the table size: the envs' default, which never overrides a rules file's."""
+    if num_players is None and not names_num_players(rules, overrides):
+        return 4
+    return num_players
+
+
 def names_num_players(rules: "Rules | str | dict | None", overrides: dict[str, Any]) -> bool:
     """Whether the rules (a Rules object, a dict, a rules file) or the overrides name the
     table size themselves, which a count of the players given must then not override."""

@@ -33,7 +33,7 @@ from arschloch_env.engine import Game, IllegalActionError, player_name
 from arschloch_env.observation import Encoder
 from arschloch_env.records import RecordWriter
 from arschloch_env.render import render_text
-from arschloch_env.rules import Rules, is_integer, make_rules
+from arschloch_env.rules import Rules, is_integer, make_rules, players_or_default
 
 OpponentSampler = Callable[[np.random.Generator, int], list]
 # The env names the agents in the game record itself, so of the AEC env's reset options only
@@ -71,8 +71,7 @@ class SingleSeatEnv(gym.Env):
                  render_mode: str | None = None, record_path: str | None = None,
                  mask_in_observation: bool = True, **overrides: Any):
         from agents.base import agent_label, resolve_agents
-        if num_players is None and not isinstance(rules, (Rules, dict)):
-            num_players = 4
+        num_players = players_or_default(rules, num_players, overrides)
         self.rules = make_rules(rules, num_players, **overrides)
         n = self.rules.num_players
         if seat is not None and not (is_integer(seat) and 0 <= seat < n):
@@ -157,6 +156,10 @@ class SingleSeatEnv(gym.Env):
                      else int(self.np_random.integers(n)))
         if self.opponent_sampler is not None:
             drawn = list(self.opponent_sampler(self.np_random, n - 1))
+            if len(drawn) != n - 1:
+                raise ValueError(f"opponent_sampler returned {len(drawn)} agent(s) for the "
+                                 f"{n - 1} other seats; it is called as sampler(rng, k) and "
+                                 f"must return k")
             self.opponents = resolve_agents(drawn)
             self.opponent_labels = [agent_label(a) for a in drawn]
         game_seed = int(self.np_random.integers(2**31 - 1))

@@ -75,7 +75,7 @@ from arschloch_env.cards import SUITS
 from arschloch_env.engine import IllegalActionError, player_name
 from arschloch_env.observation import Layout, TITLE_INDEX
 from arschloch_env.records import RecordWriter
-from arschloch_env.rules import Rules, is_integer, make_rules
+from arschloch_env.rules import Rules, is_integer, make_rules, players_or_default
 
 REWARD_MODES = ("place", "points")
 PHASE_NAMES = vs.PHASE_NAMES
@@ -97,8 +97,8 @@ class VectorGame:
 
     Args:
         rules: a preset name, a rules dict, a rules file or a :class:`Rules`.
-        num_players: 3..6; default: 4 for a preset name or rules file, the rules' own for a
-            :class:`Rules` or dict.
+        num_players: 3..6; default: the rules' own where a :class:`Rules`, dict or rules
+            file names it, else 4.
         num_games: B, at least 1.
         seed: an int (game ``j``'s series seed is ``match_seed(seed, j)``), a sequence of B
             non-negative ints (the series seeds themselves), or ``None`` (fresh entropy).
@@ -117,8 +117,7 @@ class VectorGame:
                  num_games: int = 4096, seed: int | Sequence[int] | None = 0,
                  record_path: str | None = None, record_games: Iterable[int] = (), *,
                  reward: str = "place", threads: int = 1, **overrides: Any):
-        if num_players is None and not isinstance(rules, (Rules, dict)):
-            num_players = 4
+        num_players = players_or_default(rules, num_players, overrides)
         self.rules = r = make_rules(rules, num_players, **overrides)
         if not is_integer(num_games) or num_games < 1:
             raise ValueError(f"num_games {num_games!r}: must be an integer >= 1 (the number "

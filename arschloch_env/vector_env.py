@@ -177,6 +177,9 @@ class ArschlochVecEnv(VecEnv):
             raise TypeError(f"ArschlochVecEnv takes num_envs, the number of games stepped "
                             f"together, not num_games (VectorGame's name for it); got "
                             f"num_games={overrides['num_games']!r}")
+        if not is_integer(num_envs) or num_envs < 1:
+            raise ValueError(f"num_envs {num_envs!r}: must be an integer >= 1 (the number of "
+                             f"games stepped together)")
         self.game = VectorGame(rules, num_players, num_envs, seed=seed, record_path=record_path,
                                record_games=record_games, reward=reward, threads=threads,
                                **overrides)

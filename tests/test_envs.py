@@ -700,3 +700,38 @@ def test_an_agent_object_that_cannot_be_copied_for_each_seat_is_refused_clearly(
         ArschlochVecEnv("culo", 4, num_envs=2, opponent=HoldsALock())
     with pytest.raises(TournamentError, match=words):
         run_tournament("culo", [HoldsALock(), "greedy"], deals=2, seed=0, players=4)
+
+
+def test_every_env_keeps_the_table_size_a_rules_file_names(tmp_path):
+    """A rules file's num_players is its table size, as for make_rules and the commands; the
+    envs' default of 4 is for a preset name (or a file that names none)."""
+    import json
+
+    from arschloch_env.rules import make_rules
+    from arschloch_env.vector import VectorGame
+    from arschloch_env.vector_env import ArschlochVecEnv
+    five = tmp_path / "five.json"
+    five.write_text(json.dumps(make_rules("tavern", 5).to_dict()))
+    bare = tmp_path / "bare.json"
+    bare.write_text('{"preset": "tavern"}')
+    for path, n in ((five, 5), (bare, 4)):
+        assert arschloch_env.env(rules=str(path)).unwrapped.rules.num_players == n
+        assert SingleSeatEnv(rules=str(path)).rules.num_players == n
+        assert VectorGame(rules=str(path), num_games=2).rules.num_players == n
+        assert ArschlochVecEnv(str(path), num_envs=2).rules.num_players == n
+    assert SingleSeatEnv(rules=str(five), num_players=3).rules.num_players == 3
+
+
+def test_an_opponent_sampler_must_return_one_agent_per_other_seat():
+    for k in (2, 4):
+        env = SingleSeatEnv(rules="culo", num_players=4,
+                            opponent_sampler=lambda rng, n, k=k: ["random"] * k)
+        with pytest.raises(ValueError, match=rf"opponent_sampler returned {k} agent\(s\) for "
+                                             rf"the 3 other seats"):
+            env.reset(seed=0)
+
+
+def test_a_bad_num_envs_is_named_as_given():
+    from arschloch_env.vector_env import ArschlochVecEnv
+    with pytest.raises(ValueError, match=r"^num_envs 0: must be an integer >= 1"):
+        ArschlochVecEnv("culo", 4, num_envs=0)
