@@ -25,3 +25,17 @@ def interrupt_while_recording(argv: list[str], record, **popen) -> tuple[int, st
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     return proc.returncode, stdout, stderr
+
+
+def calls_of(monkeypatch, owner, name: str) -> list[tuple]:
+    """Wraps ``owner.name`` (a module's function or a class's method) so that every call's
+    positional arguments are recorded in the returned list, and the call goes through."""
+    real = getattr(owner, name)
+    calls: list[tuple] = []
+
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, spy)
+    return calls

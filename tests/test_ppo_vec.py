@@ -619,23 +619,18 @@ def test_a_policy_file_with_a_tensor_of_another_shape_is_a_config_error(tmp_path
 def test_the_last_checkpoint_is_written_once(tmp_path, monkeypatch):
     """A run whose last update falls on a checkpoint step ends with that checkpoint: writing
     it again would replace the file latest.json names, for nothing."""
+    from conftest import calls_of
     from train import ppo_vec_run
     from train.config import load_config
     from train.ppo_vec import train
-    written = []
-    save = ppo_vec_run.save_checkpoint
-
-    def spy(run, name, payload, meta, latest):
-        written.append(name)
-        return save(run, name, payload, meta, latest)
-
-    monkeypatch.setattr(ppo_vec_run, "save_checkpoint", spy)
+    calls = calls_of(monkeypatch, ppo_vec_run, "save_checkpoint")  # (run, name, ...)
     cfg = load_config(CONFIGS[0], ["total_steps=4000", "checkpoint_every=2000", "eval.every=2000",
                                    "eval.deals=2", "eval.opponents=[random]",
                                    "eval.best_by=random", "vec.num_games=64",
                                    "vec.rollout_steps=16", "torch_threads=1",
                                    "vec.collect_threads=1"])
     final = train(cfg, tmp_path / "run", progress=False)
+    written = [args[1] for args in calls]
     steps = [name for name in written if name.startswith("step_")]  # best may improve again
     assert len(steps) == len(set(steps)), written
     assert steps[-1] == final.stem

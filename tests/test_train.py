@@ -994,22 +994,17 @@ def test_a_checkpoint_holds_the_update_on_its_last_rollout(tmp_path, monkeypatch
     import torch
     from sb3_contrib import MaskablePPO
 
+    from conftest import calls_of
     from train.sb3_trainer import RunDir, train
-    written = []
-    save = RunDir.save_checkpoint
-
-    def spy(self, model, name, meta, latest):
-        written.append(name)
-        return save(self, model, name, meta, latest)
-
-    monkeypatch.setattr(RunDir, "save_checkpoint", spy)
+    calls = calls_of(monkeypatch, RunDir, "save_checkpoint")  # (self, model, name, ...)
     common = ["ppo.n_steps=512", "ppo.batch_size=256", "subproc=false", "n_envs=2",
               "eval.deals=2", "checkpoint_every=1024"]
     short = train(load_config(SMOKE, ["total_steps=1024", *common]), tmp_path / "short",
                   progress=False)
-    written.clear()
+    calls.clear()
     long = train(load_config(SMOKE, ["total_steps=2048", *common]), tmp_path / "long",
                  progress=False)
+    written = [args[2] for args in calls]
     steps = [name for name in written if name.startswith("step_")]  # best may improve again
     assert len(steps) == len(set(steps)), written
     assert long.name == "step_000000002048.zip"
