@@ -19,6 +19,7 @@ would play. Finished matches are kept in ``--record``; an unfinished one is not 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import signal
 import sys
@@ -592,24 +593,19 @@ def _cmd_play(args: argparse.Namespace) -> int:
     # leave Ctrl-C dead; the player must always be able to leave.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     code, finished = 0, 0
-    try:
-        for k in range(args.matches):
-            game = play_terminal(rules, bots, labels, args.seat, match_seed(seed, k), k, human)
-            finished += 1
-            if writer is not None:
-                writer.write_match(game.events)
-    except QuitGame:
-        print("\nyou left the game")
-    except KeyboardInterrupt:
-        print("\ninterrupted (Ctrl-C); you left the game")
-        code = 130
-    except BaseException as exc:  # a bot's error: say what the record holds
-        if writer is not None:
-            writer.close_after(exc)
-        raise
-    finally:
-        if writer is not None:
-            writer.close()
+    with writer or contextlib.nullcontext():  # a bot's error: the note says what it holds
+        try:
+            for k in range(args.matches):
+                game = play_terminal(rules, bots, labels, args.seat, match_seed(seed, k), k,
+                                     human)
+                finished += 1
+                if writer is not None:
+                    writer.write_match(game.events)
+        except QuitGame:
+            print("\nyou left the game")
+        except KeyboardInterrupt:
+            print("\ninterrupted (Ctrl-C); you left the game")
+            code = 130
     if writer is not None and finished:
         print(f"record: {args.record} ({finished} finished match(es)"
               + ("" if finished == args.matches else "; the unfinished one is not kept") + ")")

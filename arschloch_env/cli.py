@@ -10,6 +10,7 @@ Every command that takes ``--rules`` also takes ``--set FIELD=VALUE`` (repeatabl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -211,27 +212,21 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     writer = open_record(args.record, input_paths(args.rules, "--agents", specs))
     stats = _Summary(n)
     interrupted = False
-    try:
-        for i in tqdm(range(args.matches), desc="matches", unit="match", disable=None,
-                      leave=False):
-            game = play_match(rules, agents, seed=match_seed(args.seed, i), match_index=i,
-                              record=writer is not None, labels=labels)
-            if writer is not None:  # first, so that the summary never counts an unwritten match
-                writer.write_match(game.events)
-            stats.add(game)
-    except KeyboardInterrupt:
-        interrupted = True
-        print(f"interrupted after {stats.matches} match(es)", file=sys.stderr)
-    except QuitGame:  # a person at a seat (agents.human:HumanAgent) left: as play ends then
-        print(f"\nyou left the game after {stats.matches} finished match(es); the unfinished "
-              f"one is not kept", file=sys.stderr)
-    except BaseException as exc:  # an agent's error: say what the record holds
-        if writer is not None:
-            writer.close_after(exc)
-        raise
-    finally:
-        if writer is not None:
-            writer.close()
+    with writer or contextlib.nullcontext():  # an agent's error: the note says what it holds
+        try:
+            for i in tqdm(range(args.matches), desc="matches", unit="match", disable=None,
+                          leave=False):
+                game = play_match(rules, agents, seed=match_seed(args.seed, i), match_index=i,
+                                  record=writer is not None, labels=labels)
+                if writer is not None:  # first: the summary never counts an unwritten match
+                    writer.write_match(game.events)
+                stats.add(game)
+        except KeyboardInterrupt:
+            interrupted = True
+            print(f"interrupted after {stats.matches} match(es)", file=sys.stderr)
+        except QuitGame:  # a person at a seat (agents.human:HumanAgent) left: as play ends
+            print(f"\nyou left the game after {stats.matches} finished match(es); the "
+                  f"unfinished one is not kept", file=sys.stderr)
     print(stats.table(rules, labels))
     if writer is not None:
         print(f"record: {args.record} ({writer.matches} match(es))" if writer.matches else

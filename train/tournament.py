@@ -42,6 +42,7 @@ missing, so its figures are those of a complete tournament of ``k`` deals, whate
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing as mp
 import os
@@ -580,25 +581,22 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
                   else _blocks_in_pool(player, deals, jobs, stop))
         bar = progress_bar(progress, total=deals * len(orders), unit="game", desc="tournament",
                            leave=False)
-        try:
-            for block in source:
-                done[block["deal"]] = block
-                bar.update(len(block["games"]))
-                while writer is not None and next_to_write in done:
-                    for events in done[next_to_write]["events"]:
-                        writer.write_match(events)
-                    done[next_to_write]["events"] = None
-                    next_to_write += 1
-        except KeyboardInterrupt:
-            interrupted = True
-        except BaseException as exc:  # a bot's or a worker's error: say what the record holds
-            if writer is not None:
-                writer.close_after(exc)
-            raise
-        finally:
-            bar.close()
-            if writer is not None:  # it holds the unbroken prefix already
-                writer.close()
+        # a bot's or a worker's error: the record's note says what it holds (the unbroken
+        # prefix of deals)
+        with writer or contextlib.nullcontext():
+            try:
+                for block in source:
+                    done[block["deal"]] = block
+                    bar.update(len(block["games"]))
+                    while writer is not None and next_to_write in done:
+                        for events in done[next_to_write]["events"]:
+                            writer.write_match(events)
+                        done[next_to_write]["events"] = None
+                        next_to_write += 1
+            except KeyboardInterrupt:
+                interrupted = True
+            finally:
+                bar.close()
         interrupted = interrupted or stop.flag
     kept = _unbroken_prefix(done)
     result = summarise(kept, rules=played, rules_given=given, mode=mode,
