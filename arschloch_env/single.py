@@ -49,8 +49,8 @@ class SingleSeatEnv(gym.Env):
         seat: the learner's seat, or ``None`` to draw it uniformly per episode.
         opponents: one agent/spec for every other seat, or a list of ``n-1`` of them
             (clockwise from the learner). Default: random legal play.
-        opponent_sampler: instead of ``opponents``, a function ``(rng, k) -> k agents``
-            called at every reset (for leagues).
+        opponent_sampler: instead of ``opponents`` (give one or the other), a function
+            ``(rng, k) -> k agents`` called at every reset (for leagues).
         reward: ``"place"`` or ``"points"``.
         on_illegal: ``"penalty"`` (void, penalised) or ``"raise"``.
         illegal_penalty: reward of a void illegal action.
@@ -65,7 +65,7 @@ class SingleSeatEnv(gym.Env):
     metadata = {"render_modes": ["ansi", "human"]}
 
     def __init__(self, rules: Rules | str | dict = "culo", num_players: int | None = None,
-                 seat: int | None = None, opponents: Any = "random",
+                 seat: int | None = None, opponents: Any = None,
                  opponent_sampler: OpponentSampler | None = None, reward: str = "place",
                  on_illegal: str = "penalty", illegal_penalty: float = -0.1,
                  render_mode: str | None = None, record_path: str | None = None,
@@ -88,8 +88,12 @@ class SingleSeatEnv(gym.Env):
         self.on_illegal = on_illegal
         self.illegal_penalty = _finite_reward("illegal_penalty", illegal_penalty)
         self.render_mode = render_mode
+        if opponent_sampler is not None and opponents is not None:
+            raise ValueError("give opponents or opponent_sampler, not both: the sampler draws "
+                             "every opponent at each reset")
         self.opponent_sampler = opponent_sampler
         if opponent_sampler is None:
+            opponents = "random" if opponents is None else opponents
             specs = opponents if isinstance(opponents, (list, tuple)) else [opponents] * (n - 1)
             if len(specs) != n - 1:
                 raise ValueError(f"{len(specs)} opponents for {n - 1} other seats")
@@ -99,10 +103,10 @@ class SingleSeatEnv(gym.Env):
             self.opponents, self.opponent_labels = [], []
         self.encoder = Encoder(self.rules.num_ranks)
         self.num_actions = 1 + 6 * self.rules.num_ranks
-        if not isinstance(mask_in_observation, bool):
+        if not isinstance(mask_in_observation, (bool, np.bool_)):
             raise ValueError(f"mask_in_observation {mask_in_observation!r} is not a bool; "
                              f"allowed: True, False")
-        self.mask_in_observation = mask_in_observation
+        self.mask_in_observation = mask_in_observation = bool(mask_in_observation)
         if mask_in_observation:
             self.observation_space = observation_dict_space(self.encoder, self.rules)
         else:

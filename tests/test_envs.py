@@ -226,6 +226,8 @@ def test_bad_env_arguments():
     from agents.base import AgentSpecError
     with pytest.raises(AgentSpecError, match="unknown agent spec 'nobody'"):
         SingleSeatEnv(opponents="nobody")
+    with pytest.raises(ValueError, match="give opponents or opponent_sampler, not both"):
+        SingleSeatEnv(opponents="greedy", opponent_sampler=lambda rng, k: ["random"] * k)
 
 
 # -- Gymnasium single seat ---------------------------------------------------------------------------
@@ -265,6 +267,7 @@ def test_single_seat_observation_carries_the_mask():
         same, *_ = flat.step(action)
     with pytest.raises(ValueError, match="mask_in_observation 1 is not a bool"):
         SingleSeatEnv(mask_in_observation=1)
+    assert SingleSeatEnv(mask_in_observation=np.bool_(False)).mask_in_observation is False
 
 
 def test_sb3_check_env():
