@@ -11,6 +11,7 @@ The first use compiles the numba kernels (cached in ``__pycache__`` afterwards).
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -304,8 +305,12 @@ def test_bad_actions_name_the_game_and_change_nothing():
     illegal = next(a for a in range(1, 33) if not mask[j, a])
     bad[j] = illegal
     with pytest.raises(VectorActionError, match=rf"game {j}: player_\d cannot "
-                                                rf"'{vg.codec.describe(illegal)}'"):
+                                                rf"'{vg.codec.describe(illegal)}'") as exc:
         vg.step(bad)
+    assert exc.value.game == j
+    # a worker process hands the error back pickled
+    copy = pickle.loads(pickle.dumps(exc.value))
+    assert (copy.game, str(copy)) == (j, str(exc.value))
     bad[j] = 49
     with pytest.raises(VectorActionError, match="game 5: action 49 is out of range"):
         vg.step(bad)
