@@ -206,4 +206,5 @@ def agent_label(spec: Any) -> str:
     """A short name of an agent or spec, for records and tables."""
     if isinstance(spec, (str, Path)):
         return str(spec)
-    return str(getattr(spec, "name", type(spec).__name__))
+    name = getattr(spec, "name", None) or getattr(spec, "__name__", None)
+    return str(name or type(spec).__name__)

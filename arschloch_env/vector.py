@@ -45,7 +45,8 @@ they end, atomically like :class:`~arschloch_env.records.RecordWriter` (the file
 under its name on :meth:`VectorGame.close`, at the latest when the game is garbage-collected
 or the interpreter exits; ``with VectorGame(...) as vg:`` closes it); ``arschloch replay``
 re-plays them. A match still running at ``close()`` is not written, and with no finished
-match no file is.
+match no file is. A record's ``agents`` is empty unless ``agent_labels`` is set: a function of
+the game index that names each seat's agent, asked as the match is written.
 
 **Waiting games.** ``step(actions, where=mask)`` moves only the games where ``mask`` is
 true (the others keep their state and return zero rewards): adapters that wait for a
@@ -63,7 +64,7 @@ machine compiles them (about 20 s on one core), later processes load the cache f
 from __future__ import annotations
 
 import weakref
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -244,6 +245,7 @@ class VectorGame:
         self._events: list[list[dict]] = [[] for _ in games]
         self._rules_dict = self.rules.to_dict()
         self._players = [player_name(i) for i in range(self.n)]
+        self.agent_labels: Callable[[int], dict[str, str]] | None = None
 
     # -- API ----------------------------------------------------------------------------------
 
@@ -553,6 +555,8 @@ class VectorGame:
             events.append({"event": "match_end",
                            "totals": {names[s]: data[s] for s in range(n)},
                            "winners": [names[s] for s in range(n) if data[6 + s]]})
+            if self.agent_labels is not None:
+                events[0]["agents"] = self.agent_labels(self.record_games[slot])
             self._writer.write_match(events)
             self._events[slot] = []
         else:  # pragma: no cover - a kernel bug

@@ -53,9 +53,10 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv
 
 from arschloch_env.arschloch import observation_bounds
-from arschloch_env.engine import Game
+from arschloch_env.engine import Game, player_name
 from arschloch_env.observation import Encoder
 from arschloch_env.rules import Rules, is_integer
+from arschloch_env.single import LEARNER_LABEL
 from arschloch_env.vector import VectorActionError, VectorGame
 from arschloch_env.view import public_view
 
@@ -190,6 +191,9 @@ class ArschlochVecEnv(VecEnv):
         self.rules = self.game.rules
         self.fixed_seat = None if seat is None else int(seat)
         self.opponent = batched_opponent(opponent, self.rules)
+        from agents.base import agent_label
+        self.opponent_label = agent_label(opponent)
+        self.game.agent_labels = self._agent_labels
         self._seat_rng = np.random.default_rng(seed)
         self._reseed_opponent(seed)
         self._next_seed = None
@@ -282,18 +286,37 @@ class ArschlochVecEnv(VecEnv):
                              f"new ArschlochVecEnv to change it")
         setattr(self, attr_name, value)
 
+    def set_options(self, options: list[dict] | dict | None = None) -> None:
+        """Refuses options: :meth:`reset` takes none (:meth:`seed` seeds it)."""
+        given = options if isinstance(options, (list, tuple)) else [options]
+        if any(o not in (None, {}) for o in given):
+            raise ValueError(f"set_options({options!r:.80}): ArschlochVecEnv's reset takes no "
+                             f"options; seed it with seed(), and give the rules and seats when "
+                             f"making the env")
+
     def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs):
+        """``action_masks`` per game; any other method is the env's own, called once for all
+        the games (so only with ``indices=None``, or every index) and its result repeated."""
         idx = self._indices(indices)
         if method_name == "action_masks":
             masks = self.action_masks()
             return [masks[i] for i in idx]
-        method = getattr(self, method_name)
-        return [method(*method_args, **method_kwargs) for _ in idx]
+        if sorted(idx) != list(range(self.num_envs)):
+            raise ValueError(f"env_method({method_name!r}): the games of an ArschlochVecEnv "
+                             f"share its methods; call it for all of them (indices=None)")
+        result = getattr(self, method_name)(*method_args, **method_kwargs)
+        return [result for _ in idx]
 
     def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
         return [False for _ in self._indices(indices)]
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _agent_labels(self, game: int) -> dict[str, str]:
+        """The record's ``agents`` of game ``game``'s match (asked before the next seat draw)."""
+        learner = int(self.seats[game])
+        return {player_name(s): LEARNER_LABEL if s == learner else self.opponent_label
+                for s in range(self.game.n)}
 
     def _indices(self, indices) -> list[int]:
         if indices is None:

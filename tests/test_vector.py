@@ -552,6 +552,39 @@ def test_vec_env_keeps_sb3_vec_env_contracts():
     assert env.fixed_seat == 2
     drawn = env.seed(None)
     assert len(set(drawn)) == 1 and isinstance(drawn[0], int)
+    # an env-wide method runs once for all the games, never once per game
+    assert env.env_method("seed", 9) == [[9] * 4] * 4 and env._next_seed == 9
+    with pytest.raises(ValueError, match="share its methods"):
+        env.env_method("reset", indices=[0, 1])
+    assert len(env.env_method("action_masks", indices=[2])) == 1
+    env.set_options(None)
+    env.set_options([{}] * 4)
+    with pytest.raises(ValueError, match="reset takes no options"):
+        env.set_options({"match_index": 3})
+
+
+def test_vec_env_records_name_the_agents(tmp_path):
+    """The record of every match names the learner's seat of that match and the opponent."""
+    from arschloch_env.vector_env import ArschlochVecEnv
+    path = tmp_path / "games.jsonl"
+    env = ArschlochVecEnv("culo", 4, num_envs=3, seed=2, seat=None, opponent="greedy",
+                          rounds=1, record_path=path, record_games=[0, 2])
+    env.reset()
+    seats = {0: [], 2: []}
+    rng = np.random.default_rng(0)
+    for _ in range(80):
+        m = env.action_masks()
+        _, _, done, infos = env.step((rng.random(m.shape) * m).argmax(1))
+        for j in (0, 2):
+            if done[j]:
+                seats[j].append(infos[j]["seat"])
+    env.close()
+    learner_seats = [[int(name[-1]) for name, label in match[0][1]["agents"].items()
+                      if label == "learner"] for match in read_matches(path)]
+    assert all(len(s) == 1 for s in learner_seats) and len(learner_seats) >= 10
+    assert sorted(s[0] for s in learner_seats) == sorted(seats[0] + seats[2])
+    labels = {label for match in read_matches(path) for label in match[0][1]["agents"].values()}
+    assert labels == {"learner", "greedy"}
 
 
 class SeatLog:
