@@ -20,22 +20,35 @@ class SearchLimit(Exception):
     """The position is too large for the node budget."""
 
 
+_OVER_BUDGET = object()  # an answer cache entry: the search raised SearchLimit
+
+
 class Solver:
     """Memoised win/loss search for one deck size and finishing rule.
+
+    Every :meth:`best_move`/:meth:`best_move_uncertain` call searches with a memo of its own,
+    so its node count, and with it whether it raises :class:`SearchLimit`, depends on its
+    arguments only, not on what earlier calls left behind. Repeated calls are answered from a
+    cache of whole answers (a move, ``False``, or the budget being hit).
 
     Args:
         R: number of ranks.
         no_finish_on_top: the ``no_finish_on_top`` rule.
         max_nodes: node budget of one :meth:`best_move` call (raises :class:`SearchLimit`).
+        max_answers: the answer cache is emptied when it grows past this (only speed depends
+            on it).
     """
 
-    def __init__(self, R: int, no_finish_on_top: bool, max_nodes: int = 20000):
+    def __init__(self, R: int, no_finish_on_top: bool, max_nodes: int = 20000,
+                 max_answers: int = 100_000):
         self.R = R
         self.top = R - 1
         self.nf = no_finish_on_top
         self.max_nodes = max_nodes
+        self.max_answers = max_answers
         self.memo: dict[tuple, bool] = {}
         self.nodes = 0
+        self.answers: dict[tuple, object] = {}
 
     # -- moves --------------------------------------------------------------------------------
 
@@ -95,11 +108,22 @@ class Solver:
 
     def outcomes(self, a: Hand, b: Hand, tr: int, tk: int, answer: bool = False
                  ) -> list[tuple[tuple[int, int] | None, bool]]:
-        """Every legal move (``None`` = pass) of the mover with whether it wins.
+        """Every legal move (``None`` = pass) of the mover with whether it wins, searched
+        afresh (``max_nodes`` applies).
 
         ``answer``: the play on the table is by a third seat that has gone out and the other
         player has yet to answer it, so after a pass the other faces that same play, and its
         pass hands the lead back to the mover (the next seat after the one that went out)."""
+        self._fresh()
+        return self._outcomes(a, b, tr, tk, answer)
+
+    def _fresh(self) -> None:
+        self.memo = {}
+        self.nodes = 0
+
+    def _outcomes(self, a: Hand, b: Hand, tr: int, tk: int, answer: bool
+                  ) -> list[tuple[tuple[int, int] | None, bool]]:
+        """:meth:`outcomes` on the current memo and node count."""
         out = []
         for r, k in self.moves(a, tr, tk):
             a2, status = self._after(a, r, k)
@@ -117,9 +141,9 @@ class Solver:
         """A winning move (``(rank, count)`` or ``None`` for pass), or ``False`` when every
         move loses (``answer``: see :meth:`outcomes`). Raises :class:`SearchLimit` past the
         node budget."""
-        self.nodes = 0
-        if len(self.memo) > 300_000:
-            self.memo.clear()
+        return self._answer(("sure", tuple(a), tuple(b), tr, tk, answer), self._best_move)
+
+    def _best_move(self, a: Hand, b: Hand, tr: int, tk: int, answer: bool):
         for move, win in self.outcomes(a, b, tr, tk, answer):
             if win:
                 return move
@@ -130,14 +154,20 @@ class Solver:
         """As :meth:`best_move` when the other hand is ``size_b`` of the ``unseen`` cards (the
         rest lie face down): the move that wins against the most likely-weighted hands.
         Returns ``False`` when no move wins against any of them."""
+        return self._answer(("unsure", tuple(a), tuple(unseen), size_b, tr, tk, max_hands,
+                             answer), self._best_move_uncertain)
+
+    def _best_move_uncertain(self, a: Hand, unseen: Hand, size_b: int, tr: int, tk: int,
+                             max_hands: int, answer: bool):
         hands = list(sub_hands(unseen, size_b, max_hands + 1))
         if len(hands) > max_hands:
             raise SearchLimit
-        self.nodes = 0
+        # one memo and one budget for all the hands: they share most positions
+        self._fresh()
         score: dict = {}
         order = []
         for b, w in hands:
-            for move, win in self.outcomes(a, b, tr, tk, answer):
+            for move, win in self._outcomes(a, b, tr, tk, answer):
                 if move not in score:
                     score[move] = 0
                     order.append(move)
@@ -147,6 +177,23 @@ class Solver:
         if best is None or score[best] == 0:
             return False
         return best
+
+    def _answer(self, query: tuple, search):
+        """``search(*query[1:])``, cached by the whole query, the budget being hit included."""
+        answers = self.answers
+        if query in answers:
+            result = answers[query]
+        else:
+            try:
+                result = search(*query[1:])
+            except SearchLimit:
+                result = _OVER_BUDGET
+            if len(answers) >= self.max_answers:
+                answers.clear()
+            answers[query] = result
+        if result is _OVER_BUDGET:
+            raise SearchLimit
+        return result
 
 
 def sub_hands(unseen: Hand, size: int, limit: int) -> Iterator[tuple[Hand, int]]:

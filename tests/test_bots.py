@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from agents import ExpertAgent, GreedyAgent, MCAgent, RandomAgent, make_agent
-from agents.endgame import Solver, sub_hands
+from agents.endgame import SearchLimit, Solver, sub_hands
 from agents.expert import Ctx, choose_give, hand_score
 from agents.runner import observation_of, play_match
 from arschloch_env.cards import cards_to_hand
@@ -205,6 +205,22 @@ def test_solver_finds_the_only_winning_lead():
     assert not s.outcomes(me, opp, -1, 0)[-1][1]     # the single 7 (listed last) loses
     assert s.best_move(me, opp) == (2, 1)
 
+
+def test_solver_budget_does_not_depend_on_earlier_searches():
+    # me 7 8 10 J K against 8 9 J Q A: searched cold, this position needs one node more than
+    # the budget. A solver that first answered the position after my lead of the K (part of
+    # this one's search) used to fit it in the budget: a tournament's results depended on
+    # the games played before in the same process.
+    me, opp = (1, 1, 0, 1, 1, 0, 1, 0), (0, 1, 1, 0, 1, 1, 0, 1)
+    cold = Solver(8, True, max_nodes=10 ** 6)
+    assert cold.best_move(me, opp) is False
+    budget = cold.nodes - 1
+    warm = Solver(8, True, max_nodes=budget)
+    assert warm.best_move(opp, (1, 1, 0, 1, 1, 0, 0, 0), 6, 1) == (7, 1)
+    for s in (Solver(8, True, max_nodes=budget), warm, warm):  # the last from the cache
+        with pytest.raises(SearchLimit):
+            s.best_move(me, opp)
+    assert Solver(8, True, max_nodes=budget + 1).best_move(me, opp) is False
 
 def test_expert_uses_the_endgame_search():
     g = position("culo", [["7C", "9C", "JC"], ["7S", "9S", "AS"], [], []],
