@@ -121,6 +121,12 @@ def make_agent(spec: Any) -> Any:
     if path.is_file() and path.name == "manifest.json":
         raise AgentSpecError(f"agent spec {text!r}: give the bundle directory "
                              f"({path.parent}), not its manifest.json")
+    if path.is_file() and path.suffix == ".npz":
+        raise AgentSpecError(f"agent spec {text!r}: a policy file (.npz, e.g. a clone) plays "
+                             f"only in a ppo-vec run's vec.mix; {_allowed()}")
+    if path.is_file():
+        raise AgentSpecError(f"agent spec {text!r}: {path} is a file, not a bot bundle "
+                             f"directory; {_allowed()}")
     if path.exists():
         raise AgentSpecError(f"agent spec {text!r}: {path} holds no bot bundle "
                              f"(manifest.json missing)")

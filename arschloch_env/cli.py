@@ -36,7 +36,10 @@ def check_out_dir(out: str, label: str | None = None) -> None:
     base = Path(out).absolute()
     while not base.exists():
         base = base.parent
-    if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
+    if not base.is_dir():
+        raise CliError(f"{label}: {str(base)!r} is a file, so no directory can be made "
+                       f"under it")
+    if not os.access(base, os.W_OK | os.X_OK):
         raise CliError(f"{label}: {str(base)!r} is not a writable directory")
     # os.access does not know every file system (/proc, a read-only mount): try it
     try:
@@ -88,6 +91,7 @@ def open_record(record: str | None, inputs: dict[str, list[str]]):
     if record is None:
         return None
     check_record_inputs(record, inputs)
+    check_out_dir(str(Path(record).absolute().parent), f"the folder of --record {record!r}")
     try:
         return RecordWriter(record)
     except (ValueError, OSError) as exc:

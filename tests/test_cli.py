@@ -293,6 +293,11 @@ def test_replay_missing_file(tmp_path):
     (["simulate", "--agents", "nowhere/bot"], ["'nowhere/bot': no such bundle directory",
                                                "read from the working directory"]),
     (["simulate", "--agents", "no_such_module:Bot"], ["cannot import module"]),
+    (["simulate", "--agents", "bots/expert_clone_culo.npz"], ["a policy file (.npz",
+                                                              "only in a ppo-vec run's vec.mix"]),
+    (["simulate", "--agents", "README.md"], ["README.md is a file, not a bot bundle directory"]),
+    (["train", "--config", "configs"], ["config file 'configs' is a directory; give a YAML "
+                                        "file"]),
     (["rules", "poker"], ["unknown preset 'poker'"]),
     (["rules", "culo", "--players", "7"], ["3 to 6"]),
     (["rules", "culo", "--set", "rank_order=7,8,9"], ["rank_order", "e.g. [7,8,9,J,Q,K,A,T]"]),
@@ -333,6 +338,9 @@ def test_replay_play_of_a_number_not_a_card(tmp_path, record):
 
 def test_record_path_that_is_a_directory(tmp_path):
     failed(cli("simulate", "--matches", "1", "--record", str(tmp_path)), 2, "is a directory")
+    (tmp_path / "games.jsonl").write_text("")
+    failed(cli("simulate", "--matches", "1", "--record", str(tmp_path / "games.jsonl" / "x")),
+           2, f"the folder of --record '{tmp_path / 'games.jsonl' / 'x'}'", "is a file")
 
 
 def test_usage_errors():

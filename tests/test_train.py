@@ -93,18 +93,51 @@ def test_a_config_that_yaml_reads_oddly_is_a_clean_error(tmp_path):
 
 @pytest.mark.parametrize("damage,says", [
     ({"config.yaml": "foo: ["}, "config.yaml is damaged"),
+    ({"config.yaml": ""}, "config.yaml is damaged: it holds NoneType"),
+    ({"config.yaml": "[]"}, "config.yaml is damaged: it holds list"),
     ({"latest.json": "{bad"}, "latest.json cannot be read"),
     ({"latest.json": '{"steps": 5}'}, "latest.json is damaged: checkpoint, meta missing"),
+    ({"latest.json": '{"checkpoint": "checkpoints/x.zip", "meta": "checkpoints/x.json", '
+                     '"steps": 5}'},
+     "it names checkpoints/x.zip, checkpoints/x.json, which the run does not hold"),
 ])
 def test_resume_of_a_damaged_run_names_the_file(tmp_path, damage, says):
     run = tmp_path / "run"
-    run.mkdir()
+    (run / "checkpoints").mkdir(parents=True)
     (run / "config.yaml").write_text(Path(SMOKE).read_text())
+    (run / "checkpoints" / "best.zip").write_text("kept")
     for name, text in damage.items():
         (run / name).write_text(text)
     res = cli("train", "--resume", "--run-dir", run)
     assert res.returncode == 2 and says in res.stderr, res.stderr[-2000:]
     assert "Traceback" not in res.stderr
+    # a refused resume moves nothing of the run
+    assert (run / "checkpoints" / "best.zip").read_text() == "kept"
+    assert not (run / "earlier_attempts").exists()
+
+
+def test_resume_keeps_the_rules_the_run_was_trained_with(tmp_path, monkeypatch):
+    """A rules file edited since the run started is refused, not trained on; one that is not
+    there from where the run is resumed (a relative path) says where to resume from."""
+    from train.sb3_trainer import RunDir
+    monkeypatch.chdir(tmp_path)
+    Path("rf.yaml").write_text("preset: culo\nrounds: 2\n")
+    RunDir("run").create(load_config(SMOKE, ["rules=rf.yaml"]))
+    Path("rf.yaml").write_text("preset: culo\nrounds: 2\nno_finish_on_top: false\n")
+    res = cli("train", "--resume", "--run-dir", "run", cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    assert ("the run was trained with no_finish_on_top=True" in res.stderr and
+            "now give no_finish_on_top=False" in res.stderr), res.stderr
+    res = cli("train", "--resume", "--run-dir", tmp_path / "run")  # from the repo root
+    assert res.returncode == 2 and "names 'rf.yaml' (rules), which is not there" in res.stderr
+    assert "resume from there" in res.stderr
+
+
+def test_resume_finds_the_default_run_directory(tmp_path):
+    """--config with --resume and no --run-dir continues the run a new start would make."""
+    res = cli("train", "--config", SMOKE, "--resume", "--set", "seed=12345", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert "runs/ppo_smoke-seed12345 is not a run directory" in res.stderr, res.stderr
 
 
 def test_a_config_named_without_its_folder_points_to_it(tmp_path, monkeypatch):
@@ -457,6 +490,13 @@ def test_export_cli_and_bundle_as_agent_spec(smoke_run, tmp_path):
     assert "Traceback" not in res.stderr
     res = cli("export", tmp_path / "nothing-here", "--out", tmp_path / "x")
     assert res.returncode == 2 and f"{tmp_path / 'nothing-here'} does not exist" in res.stderr
+    (tmp_path / "damaged").mkdir()
+    (tmp_path / "damaged" / "latest.json").write_text("garbage")
+    res = cli("export", tmp_path / "damaged", "--out", tmp_path / "x")
+    assert res.returncode == 2 and "latest.json cannot be read" in res.stderr, res.stderr
+    assert "give one of the run's checkpoints instead" in res.stderr
+    res = cli("export", tmp_path / "nothing-here", "--out", tmp_path / "x")
+    assert res.returncode == 2 and f"{tmp_path / 'nothing-here'} does not exist" in res.stderr
     (tmp_path / "afile").write_text("")
     res = cli("export", smoke_run, "--out", tmp_path / "afile" / "bot")
     assert res.returncode == 2 and "--out" in res.stderr and "Traceback" not in res.stderr
@@ -577,6 +617,20 @@ def test_learning_curves_of_any_field_and_table_size(tmp_path):
     assert plot_learning_curves(run, tmp_path / "c.png").stat().st_size > 0
     with pytest.raises(FileNotFoundError, match="no such run directory"):
         read_scalars(tmp_path / "not-a-run")
+    # logs without a scalar to draw (a run before its first rollout, a damaged file)
+    (tmp_path / "empty" / "tb" / "ppo_1").mkdir(parents=True)
+    (tmp_path / "empty" / "tb" / "ppo_1" / "events.out.tfevents.1.x").write_bytes(b"garbage")
+    with pytest.raises(FileNotFoundError, match="hold none of the scalars drawn"):
+        plot_learning_curves(tmp_path / "empty", tmp_path / "e.png")
+    assert not (tmp_path / "e.png").exists()
+
+
+def test_export_suggests_a_play_command_with_the_runs_rule_overrides():
+    from arschloch_env.rules import make_rules
+    from train.cli import rules_options
+    assert rules_options(make_rules("tavern", 5).to_dict()) == ""
+    assert (rules_options(make_rules("culo", 4, no_finish_on_top=False, rounds=1).to_dict())
+            == " --set no_finish_on_top=false --set rounds=1")
 
 
 def test_a_policy_of_an_earlier_layout_exports_as_that_version(tmp_path):
@@ -781,6 +835,9 @@ def test_interrupted_message_names_the_way_on(tmp_path):
     (run / "latest.json").write_text(json.dumps({"checkpoint": "checkpoints/step_2048.zip",
                                                  "meta": "checkpoints/step_2048.json",
                                                  "steps": 2048}))
+    (run / "checkpoints").mkdir()
+    for name in ("step_2048.zip", "step_2048.json"):
+        (run / "checkpoints" / name).write_text("")
     assert interrupted_message(run) == (f"interrupted; the last checkpoint (step 2048) is kept: "
                                         f"continue with arschloch train --resume --run-dir "
                                         f"'{run}'")
@@ -958,7 +1015,7 @@ def test_output_paths_that_cannot_be_written_are_refused_first(tmp_path, smoke_r
     for args, says in (
             (["train", "--config", SMOKE, "--run-dir", tmp_path / "afile"], "is a file"),
             (["train", "--config", SMOKE, "--run-dir", tmp_path / "afile" / "sub"],
-             "is not a writable directory"),
+             "afile' is a file, so no directory can be made under it"),
             (["curves", smoke_run, "--out", tmp_path / "adir"], "is a directory; give the PNG"),
     ):
         res = cli(*args)
@@ -1027,6 +1084,9 @@ def test_ctrl_c_in_a_checkpoint_write_still_prunes_the_league(tmp_path):
     league = League()
     (tmp_path / "latest.json").write_text(json.dumps(
         {"checkpoint": "checkpoints/step_8.pt", "meta": "checkpoints/step_8.json", "steps": 8}))
+    (tmp_path / "checkpoints").mkdir()
+    for name in ("step_8.pt", "step_8.json"):
+        (tmp_path / "checkpoints" / name).write_text("")
     prune_if_written(league, tmp_path, 16)  # the write of step 16 did not get that far
     assert league.calls == 0
     prune_if_written(league, tmp_path, 8)

@@ -28,6 +28,11 @@ def add_train_parser(sub) -> None:
     p.set_defaults(func=_cmd_train)
 
 
+def default_run_dir(config: str, seed: int) -> str:
+    """Where a run of ``config`` goes without --run-dir."""
+    return f"runs/{Path(config).stem}-seed{seed}"
+
+
 def _check_same_config(args: argparse.Namespace, cfg) -> None:
     """A --config given with --resume must be the run's own: a different one is a mistake
     (it would be silently ignored)."""
@@ -83,6 +88,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     try:
         if args.resume:
+            if not args.run_dir and args.config:
+                args.run_dir = default_run_dir(args.config,
+                                               load_config(args.config, args.overrides).seed)
             if not args.run_dir:
                 raise CliError("--resume needs --run-dir (the run to continue)")
             cfg = load_run_config(Path(args.run_dir), args.overrides)
@@ -94,7 +102,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
             cfg = load_config(args.config, args.overrides)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
-    run_dir = args.run_dir or f"runs/{Path(args.config).stem}-seed{cfg.seed}"
+    run_dir = args.run_dir or default_run_dir(args.config, cfg.seed)
     check_out_dir(run_dir, f"--run-dir {run_dir!r}")
     try:
         final = train(cfg, run_dir, resume=args.resume, progress=args.progress)
@@ -142,7 +150,11 @@ def resolve_checkpoint(source: Path) -> tuple[Path, dict]:
         if best:
             source = best[0]
         elif (source / "latest.json").is_file():
-            source = source / read_latest(source)["checkpoint"]
+            try:
+                source = source / read_latest(source)["checkpoint"]
+            except ConfigError as exc:
+                raise CliError(f"{exc}; give one of the run's checkpoints instead "
+                               f"({source / 'checkpoints'})") from None
         else:
             raise CliError(f"{source} holds no checkpoint (neither checkpoints/best.zip, "
                            f"checkpoints/best.pt nor latest.json)")
@@ -158,6 +170,17 @@ def resolve_checkpoint(source: Path) -> tuple[Path, dict]:
         raise CliError(f"the checkpoint's metadata is damaged: {exc}; export another "
                        f"checkpoint of the run, e.g. its latest") from None
     return source, meta
+
+
+def rules_options(rules: dict) -> str:
+    """The ``--set`` options that make ``rules`` from its preset (a run's rules_overrides)."""
+    import json
+    import shlex
+
+    from arschloch_env.rules import make_rules
+    preset = make_rules(rules["preset"], rules["num_players"]).to_dict()
+    return "".join(f" --set {shlex.quote(f'{k}={json.dumps(v)}')}" for k, v in rules.items()
+                   if preset.get(k) != v)
 
 
 def checkpoint_policy(checkpoint: Path):
@@ -181,7 +204,7 @@ def checkpoint_policy(checkpoint: Path):
 def _cmd_export(args: argparse.Namespace) -> int:
     from train.export import torch_policy, write_bundle
 
-    check_out_dir(str(Path(args.out).absolute().parent), f"--out {args.out!r}")
+    check_out_dir(str(Path(args.out).absolute().parent), f"the folder of --out {args.out!r}")
     checkpoint, meta = resolve_checkpoint(Path(args.source))
     mlp = checkpoint_policy(checkpoint)
     cfg = meta.get("config", {})
@@ -200,8 +223,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
                        torch_program=torch_policy(mlp) if args.torch else None)
     print(f"exported {checkpoint} (step {meta.get('steps', '?')})")
     print(f"bundle written to {out}; use it as an agent spec, e.g.\n"
-          f"  arschloch play --rules {rules['preset']} --players {rules['num_players']} "
-          f"--bots {out}")
+          f"  arschloch play --rules {rules['preset']} --players {rules['num_players']}"
+          f"{rules_options(rules)} --bots {out}")
     return 0
 
 

@@ -235,6 +235,9 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConf
     data: dict[str, Any] = {}
     if path is not None:
         p = Path(path)
+        if p.is_dir():
+            raise ConfigError(f"config file {str(p)!r} is a directory; give a YAML "
+                              f"file{_shipped_hint(p)}")
         if not p.is_file():
             raise ConfigError(f"config file {str(p)!r} does not exist{_shipped_hint(p)}")
         try:

@@ -36,6 +36,10 @@ def plot_learning_curves(run_dir: str | Path, out: str | Path, title: str | None
     import matplotlib.pyplot as plt
 
     scalars = read_scalars(run_dir)
+    if not any(tag.startswith(PANELS[0][0]) or tag.startswith(PANELS[1][0]) for tag in scalars):
+        raise FileNotFoundError(f"{run_dir}: its TensorBoard logs (tb/) hold none of the scalars "
+                                f"drawn ({PANELS[0][0]}, {PANELS[1][0]}*); a run writes them "
+                                f"from its first rollout on")
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
     if "rollout/ep_rew_mean" in scalars:
         steps, values = zip(*scalars["rollout/ep_rew_mean"])

@@ -54,4 +54,8 @@ def read_latest(run_dir: str | Path) -> dict[str, Any]:
     if wrong:
         raise ConfigError(f"{path} is damaged: {', '.join(wrong)} missing or of the wrong type "
                           f"(expected checkpoint and meta paths and the steps)")
+    gone = [latest[k] for k in ("checkpoint", "meta") if not (Path(run_dir) / latest[k]).is_file()]
+    if gone:
+        raise ConfigError(f"{path} is damaged: it names {', '.join(gone)}, which the run does "
+                          f"not hold")
     return latest

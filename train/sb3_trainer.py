@@ -294,7 +294,51 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
         raise ConfigError(f"{path} is damaged: {exc}") from None
-    return resume_config(data, overrides)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} is damaged: it holds {type(data).__name__}, not the run's "
+                          f"config mapping")
+    check_input_paths(data, path)
+    cfg = resume_config(data, overrides)
+    check_same_rules(cfg, run_dir)
+    return cfg
+
+
+def check_input_paths(data: dict[str, Any], path: Path) -> None:
+    """The files a run's config names (a rules file, policy files in ``vec.mix``, the
+    checkpoint it started from) are found from here: relative paths are relative to where
+    the run was started."""
+    from arschloch_env.rules import PRESETS
+    from train.ppo_vec_seats import is_policy_file
+
+    rules = data.get("rules")
+    named = [("rules", rules)] if isinstance(rules, str) and rules not in PRESETS else []
+    mix = (data.get("vec") or {}).get("mix") if isinstance(data.get("vec"), dict) else None
+    if isinstance(mix, dict):
+        named += [("vec.mix", k) for k in mix if isinstance(k, str) and is_policy_file(k)]
+    missing = [(field, f) for field, f in named if not Path(f).exists()]
+    if missing:
+        field, f = missing[0]
+        raise ConfigError(f"{path} names {f!r} ({field}), which is not there from "
+                          f"{Path.cwd()}; a relative path is relative to the directory the "
+                          f"run was started in: resume from there")
+
+
+def check_same_rules(cfg: TrainConfig, run_dir: Path) -> None:
+    """A resumed run plays the rules it was trained with (its ``rules.json``), which a
+    rules file edited since would change without a word."""
+    saved_path = run_dir / "rules.json"
+    if not saved_path.is_file():
+        return
+    saved = read_run_json(saved_path)
+    now = rules_for(cfg).to_dict()
+    # a field the kit added since has its old behaviour by default: only the saved ones count
+    changed = [k for k in saved if saved[k] != now.get(k)]
+    if changed:
+        was = ", ".join(f"{k}={saved.get(k)!r}" for k in changed)
+        then = ", ".join(f"{k}={now.get(k)!r}" for k in changed)
+        raise ConfigError(f"--resume: the run was trained with {was} ({saved_path}), but its "
+                          f"rules {cfg.rules!r} now give {then}; the rules cannot change in a "
+                          f"resumed run: restore the file, or start a new run")
 
 
 class WorkerDied(RuntimeError):
