@@ -616,6 +616,33 @@ def test_a_policy_file_with_a_tensor_of_another_shape_is_a_config_error(tmp_path
     assert f"tensor {kind}{layer} has shape {shape}, expected {expected}" in str(err.value)
 
 
+def test_resume_refuses_a_policy_file_rewritten_since(tmp_path):
+    """The run's checkpoints name the policy files' sha256: a clone rewritten under the same
+    name would change the opponents of a resumed run without a word."""
+    from agents.mlp import MLP
+    from train.ppo_vec import train
+
+    def write_policy(value: float):
+        sizes = [413, *load_config(CONFIGS[0]).ppo.net_arch, 49]
+        MLP([[np.full((n_out, n_in), value, np.float32), np.zeros(n_out, np.float32)]
+             for n_in, n_out in zip(sizes, sizes[1:])], "relu").save(clone)
+
+    clone = tmp_path / "clone.npz"
+    write_policy(0.0)
+    tiny = ["checkpoint_every=1024", "eval.every=0", "vec.num_games=64", "vec.rollout_steps=16",
+            "torch_threads=1", "vec.collect_threads=1", f"vec.mix={{current: 0.5, {clone}: 0.5}}"]
+    run = tmp_path / "run"
+    train(load_config(CONFIGS[0], ["total_steps=1024", *tiny]), run, progress=False)
+    assert set(latest_meta(run)["policy_files"]) == {str(clone)}
+    train(load_config(CONFIGS[0], ["total_steps=2048", *tiny]), run, resume=True,
+          progress=False)  # the same file: the run goes on
+    write_policy(0.01)
+    with pytest.raises(ConfigError, match=rf"policy file\(s\) {clone} changed since the "
+                                          r"run's last checkpoint"):
+        train(load_config(CONFIGS[0], ["total_steps=4096", *tiny]), run, resume=True,
+              progress=False)
+
+
 def test_the_last_checkpoint_is_written_once(tmp_path, monkeypatch):
     """A run whose last update falls on a checkpoint step ends with that checkpoint: writing
     it again would replace the file latest.json names, for nothing."""

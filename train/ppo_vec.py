@@ -466,6 +466,17 @@ def policy_files(cfg: TrainConfig) -> tuple[str, ...]:
     return files
 
 
+def check_same_policy_files(saved: dict[str, str], now: dict[str, str]) -> None:
+    """A resumed run plays against the policy files it was trained against: one rewritten
+    since (a new clone under the same name) would change its opponents without a word."""
+    changed = [path for path, digest in saved.items() if now.get(path, digest) != digest]
+    if changed:
+        raise ConfigError(f"--resume: vec.mix policy file(s) {', '.join(changed)} changed since "
+                          f"the run's last checkpoint (their sha256 differs); the opponents "
+                          f"cannot change in a resumed run: restore the file(s), or start a "
+                          f"new run")
+
+
 def learner_tensor_shapes(sizes: list[int]) -> dict[str, tuple[int, ...]]:
     """The shapes of the learner's actor (layer ``sizes``) by their names in a policy file
     (:meth:`~agents.mlp.MLP.tensors`): what a file in ``vec.mix`` must hold."""
@@ -493,16 +504,19 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     """Trains per ``cfg`` into ``run_dir`` and returns the final checkpoint's path (called by
     :func:`train.sb3_trainer.train`, which has settled whether the run is new or resumed)."""
     passive_openmp(cfg)
+    from agents.bundle import file_sha256
     from train.ppo_vec_run import Bookkeeper
     from train.sb3_trainer import RunDir
 
     run = RunDir(run_dir)
-    policy_files(cfg)  # a bad policy file fails before the run directory is made
+    # a bad policy file fails before the run directory is made
+    digests = {path: file_sha256(Path(path)) for path in policy_files(cfg)}
     meta: dict[str, Any] | None = None
     state: dict[str, Any] | None = None
     if resume:
         latest = read_latest(run.root)
         meta = read_run_json(run.root / latest["meta"])
+        check_same_policy_files(meta.get("policy_files", {}), digests)
         try:
             state = load_checkpoint(run.root / latest["checkpoint"])
         except ValueError as exc:
@@ -522,7 +536,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             load_state(nets, optimizer, state)
         except ValueError as exc:
             raise ConfigError(f"{'--resume' if resume else 'init_from'}: {exc}") from None
-    book = Bookkeeper(cfg, run, league, meta, progress)
+    book = Bookkeeper(cfg, run, league, meta, progress, policy_digests=digests)
     book.start(nets, steps)
     started = time.time()
     try:

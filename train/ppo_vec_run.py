@@ -18,8 +18,9 @@ from train.ppo_vec_io import actor_mlp, save_checkpoint
 
 class Bookkeeper:
     def __init__(self, cfg: TrainConfig, run, league, meta: dict[str, Any] | None,
-                 progress: bool | None = None):
+                 progress: bool | None = None, policy_digests: dict[str, str] | None = None):
         self.cfg, self.run, self.league, self.progress = cfg, run, league, progress
+        self.policy_digests = policy_digests or {}
         meta = meta or {}
         self.evaluations: list[dict[str, Any]] = list(meta.get("evaluations", []))
         self.best: float | None = run.best_score()
@@ -122,7 +123,8 @@ class Bookkeeper:
         meta = {"steps": steps, "config": cfg.to_dict(), "rules": rules_for(cfg).to_dict(),
                 "seed": cfg.seed, "code_version": code_version(),
                 "league": list(self.league.snapshots), "evaluations": self.evaluations,
-                "best": self.best, "illegal_actions": self.illegal}
+                "best": self.best, "illegal_actions": self.illegal,
+                "policy_files": self.policy_digests}
         if latest:
             self.league.update_current(actor_mlp(nets.actor, nets.activation))
         try:
