@@ -34,8 +34,9 @@ pass `options={"match_index": k}` (an int >= 0). `SingleSeatEnv` counts the same
 option keys are ignored with a warning here and refused by `SingleSeatEnv` (which takes
 `match_index` only).
 
-With `record_path`, every match is written as a game record, finalised by `close()`; a closed
-environment then refuses to play on rather than write into the finished file.
+With `record_path`, every match is written as a game record, finalised by `close()` (or, without
+it, when the env is garbage-collected or the interpreter exits); a closed environment then
+refuses to play on rather than write into the finished file. A recording env cannot be copied.
 
 ### Observation
 
@@ -228,7 +229,7 @@ class raw_env(AECEnv):
         self._seeder = np.random.default_rng()
         self.match_index = -1
         self.game: Game | None = None
-        self._writer = RecordWriter(record_path) if record_path else None
+        self._writer = RecordWriter(record_path).close_with(self) if record_path else None
         self._closed = False
 
     # -- PettingZoo API -----------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from pathlib import Path
 from typing import Iterator
 
@@ -40,6 +41,18 @@ class RecordWriter:
         self.tmp = self.path.with_name(self.path.name + ".part")
         self._fh = open(self.tmp, "w", encoding="utf-8")
         self.matches = 0
+
+    def close_with(self, owner: object) -> "RecordWriter":
+        """Closes the file when ``owner`` (the env or game writing it) is garbage-collected or
+        the interpreter exits, so that its finished matches reach the file's name even without
+        an explicit ``close()``."""
+        weakref.finalize(owner, self.close)
+        return self
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError(f"the record writer of {str(self.path)!r} cannot be copied or pickled "
+                        f"(two copies would write one file); copy an env made without "
+                        f"record_path")
 
     def write_match(self, events: list[dict]) -> None:
         """Appends one whole match; the lines reach the disk before the next match starts."""

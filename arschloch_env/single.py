@@ -54,7 +54,8 @@ class SingleSeatEnv(gym.Env):
         reward: ``"place"`` or ``"points"``.
         on_illegal: ``"penalty"`` (void, penalised) or ``"raise"``.
         illegal_penalty: reward of a void illegal action.
-        record_path: write every match as a game record there (closed by ``close()``),
+        record_path: write every match as a game record there (closed by ``close()``, or when
+            the env is dropped or the interpreter exits),
             with the learner's seat named ``"learner"`` and each opponent by its spec.
         mask_in_observation: the observation is the AEC env's dict, the vector with its int8
             ``action_mask`` (as INTERFACES.md's action encoding has it; the default), or with
@@ -117,7 +118,7 @@ class SingleSeatEnv(gym.Env):
         self.game: Game | None = None
         self.seat = 0
         self.illegal_count = 0
-        self._writer = RecordWriter(record_path) if record_path else None
+        self._writer = RecordWriter(record_path).close_with(self) if record_path else None
         self._closed = False
         self._opponent_error: str | None = None
         self._carry = 0.0  # rewards before the learner's first decision, paid with its first step

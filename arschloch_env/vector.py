@@ -63,7 +63,6 @@ machine compiles them (about 20 s on one core), later processes load the cache f
 
 from __future__ import annotations
 
-import weakref
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -238,10 +237,8 @@ class VectorGame:
             self._st[g, vs.SLOT] = slot
         self._rec_rows = np.array(games, np.int64)
         self._EV = np.zeros((max(len(games), 1), _EVENTS_PER_STEP, vs.EV_WIDTH), np.int64)
-        self._writer = RecordWriter(record_path) if record_path is not None else None
-        if self._writer is not None:
-            # a game dropped or left open at exit still puts its finished matches on disk
-            weakref.finalize(self, self._writer.close)
+        self._writer = (RecordWriter(record_path).close_with(self) if record_path is not None
+                        else None)
         self._events: list[list[dict]] = [[] for _ in games]
         self._rules_dict = self.rules.to_dict()
         self._players = [player_name(i) for i in range(self.n)]

@@ -578,6 +578,39 @@ def test_closed_env_with_a_record_refuses_to_play_on(tmp_path, make, play):
     play(env, 0)
 
 
+@pytest.mark.parametrize("make", [
+    "arschloch_env.env(rules='culo', num_players=4, rounds=1, record_path=PATH)",
+    "SingleSeatEnv(rules='culo', num_players=4, rounds=1, record_path=PATH)",
+])
+def test_a_record_reaches_its_file_without_close(tmp_path, make):
+    """A script or notebook that never calls close() still gets its record file when the env
+    is dropped or the interpreter exits; a recording env refuses to be copied (two copies
+    would write one file)."""
+    import subprocess
+    import sys
+
+    from arschloch_env.records import read_matches
+    path = tmp_path / "rec.jsonl"
+    code = ("import copy\nimport arschloch_env\nfrom arschloch_env.single import SingleSeatEnv\n"
+            f"env = {make.replace('PATH', repr(str(path)))}\n"
+            "env.reset(seed=0)\n"
+            "try:\n    copy.deepcopy(env)\nexcept TypeError as exc:\n    print(exc)\n"
+            "done = False\n"
+            "while not done:\n"
+            "    if hasattr(env, 'agent_iter'):\n"
+            "        obs, _, term, trunc, _ = env.last()\n"
+            "        env.step(None if term or trunc else int(obs['action_mask'].argmax()))\n"
+            "        done = not env.agents\n"
+            "    else:\n"
+            "        done = env.step(int(env.action_masks().argmax()))[2]\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "cannot be copied or pickled (two copies would write one file)" in res.stdout
+    assert path.is_file() and not path.with_name(path.name + ".part").exists()
+    assert len(list(read_matches(path))) == 1
+
+
 def test_single_seat_record_names_the_learner_and_its_opponents(tmp_path):
     from agents.greedy import GreedyAgent
     from arschloch_env.records import read_matches
