@@ -310,6 +310,7 @@ def test_shipped_ppo_vec_configs_load(monkeypatch):
     ("vec.mix={current: 1, greedy: .inf}", "vec.mix: {'current': 1.0, 'greedy': inf} needs "
                                            "finite non-negative shares"),
     ("league.mix={current: .inf}", "league.mix"),
+    ("vec.mix={snapshots: 1e308, greedy: 1e308}", "with a positive, finite sum"),
     ("algo=ppo-fast", "algo"),
     ("ppo.lr_final=fast", "ppo.lr_final: expected a number"),
     ("ppo.lr_final=-1", "ppo.lr_final"),

@@ -323,8 +323,10 @@ def apply_override(data: dict[str, Any], text: str) -> None:
 def check_mix(key: str, mix: dict[str, float]) -> None:
     """Shares of opponent kinds: finite, non-negative, with a positive sum."""
     shares = list(mix.values())
-    if not shares or not all(math.isfinite(w) and w >= 0 for w in shares) or sum(shares) <= 0:
-        raise ConfigError(f"{key}: {mix} needs finite non-negative shares with a positive sum")
+    if (not shares or not all(math.isfinite(w) and w >= 0 for w in shares)
+            or not 0 < sum(shares) < math.inf):
+        raise ConfigError(f"{key}: {mix} needs finite non-negative shares with a positive, "
+                          f"finite sum")
 
 
 def validate(cfg: TrainConfig) -> None:
