@@ -304,9 +304,8 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
 
 
 def check_input_paths(data: dict[str, Any], path: Path) -> None:
-    """The files a run's config names (a rules file, policy files in ``vec.mix``, the
-    checkpoint it started from) are found from here: relative paths are relative to where
-    the run was started."""
+    """The files a run's config names (a rules file, policy files in ``vec.mix``) are found
+    from here: relative paths are relative to where the run was started."""
     from arschloch_env.rules import PRESETS
     from train.ppo_vec_seats import is_policy_file
 
@@ -318,6 +317,8 @@ def check_input_paths(data: dict[str, Any], path: Path) -> None:
     missing = [(field, f) for field, f in named if not Path(f).exists()]
     if missing:
         field, f = missing[0]
+        if Path(f).is_absolute():
+            raise ConfigError(f"{path} names {f!r} ({field}), which does not exist")
         raise ConfigError(f"{path} names {f!r} ({field}), which is not there from "
                           f"{Path.cwd()}; a relative path is relative to the directory the "
                           f"run was started in: resume from there")
@@ -334,11 +335,11 @@ def check_same_rules(cfg: TrainConfig, run_dir: Path) -> None:
     # a field the kit added since has its old behaviour by default: only the saved ones count
     changed = [k for k in saved if saved[k] != now.get(k)]
     if changed:
-        was = ", ".join(f"{k}={saved.get(k)!r}" for k in changed)
-        then = ", ".join(f"{k}={now.get(k)!r}" for k in changed)
-        raise ConfigError(f"--resume: the run was trained with {was} ({saved_path}), but its "
-                          f"rules {cfg.rules!r} now give {then}; the rules cannot change in a "
-                          f"resumed run: restore the file, or start a new run")
+        trained = ", ".join(f"{k}={saved[k]!r}" for k in changed)
+        given = ", ".join(f"{k}={now.get(k)!r}" for k in changed)
+        raise ConfigError(f"--resume: the run was trained with {trained} ({saved_path}), but "
+                          f"its rules {cfg.rules!r} now give {given}; the rules cannot change "
+                          f"in a resumed run: restore the file, or start a new run")
 
 
 class WorkerDied(RuntimeError):
