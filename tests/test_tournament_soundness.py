@@ -82,6 +82,37 @@ def test_session_block_mean_weights_every_seating_equally():
     # field per game: game 0 scores 1/2 and 0 (mean 1/4), the others 1 and 1/2 (3/4)
     assert res.metrics["field"]["score"].mean == pytest.approx((1 / 4 + 3 / 4 + 3 / 4) / 3)
     assert res.paired[0]["metrics"]["score"].mean == pytest.approx(1 / 3 - 7 / 12)
+    # the places and seat tables weigh the games alike too, so they agree with the metrics
+    assert res.places["cand"]["counts"] == [4, 0, 2]  # rounds, as played
+    assert res.places["cand"]["share"] == pytest.approx([1 / 3, 0, 2 / 3])
+    assert res.places["field"]["share"][0] == pytest.approx(1 / 3)
+    assert res.by_seat["cand"] == pytest.approx([1, 0, 0])
+    assert (sum(res.places["cand"]["share"][:1]) ==
+            pytest.approx(res.metrics["cand"]["president"].mean))
+
+
+def test_a_figure_alike_in_every_block_has_no_interval_in_the_table():
+    """Every block gave the same value: its t-interval has width 0, which the table does not
+    print as a certainty (as the paired lines do not)."""
+    from train.report import markdown_table
+    from train.stats import mean_ci
+    assert mean_ci([1.0, 1.0, 1.0]).text() == "1.000 (all alike)"
+    assert mean_ci([1.0]).text() == "1.000 ± ?"
+    assert mean_ci([1.0, 0.0]).text().startswith("0.500 ± ")
+    orders = seatings_of([0, 1, 1])
+
+    def game(order):  # the candidate first, the field second and third, every time
+        others = iter((2, 3))
+        return {"seating": list(order), "winners": [order.index(0)],
+                "rounds": [[1 if b == 0 else next(others) for b in order]]}
+
+    blocks = [{"deal": d, "seed": d, "games": [game(o) for o in orders]} for d in range(3)]
+    rules = make_rules("culo", 3, rounds=1)
+    res = summarise(blocks, rules=rules, rules_given=rules, mode="duplicate", seatings="all",
+                    seed=0, deals=3, bots=["cand", "field"], labels=["cand", "field"],
+                    table=[0, 1, 1], seat_orders=orders, complete=True)
+    table = markdown_table(res)
+    assert "100.0% (all alike)" in table and "± 0.0%" not in table
 
 
 # -- bad input ---------------------------------------------------------------------------------

@@ -33,9 +33,7 @@ def _est(e: Estimate | None, digits: int = 3, pct: bool = False) -> str:
     if e is None:
         return "-"
     if pct:
-        if e.half_width is None:
-            return f"{e.mean:.1%} ± ?"
-        return f"{e.mean:.1%} ± {e.half_width:.1%}"
+        return e.format(f"{e.mean:.1%}", f"{e.half_width or 0:.1%}")
     return e.text(digits)
 
 

@@ -57,10 +57,18 @@ class Estimate:
         return asdict(self)
 
     def text(self, digits: int = 3) -> str:
-        """``0.512 ± 0.031`` (or ``0.512 ± ?`` without an interval)."""
+        """``0.512 ± 0.031``, ``0.512 ± ?`` without an interval (one block), or ``0.512 (all
+        alike)`` when every block gave the same value (an interval of width 0, which no few
+        blocks make certain)."""
+        return self.format(f"{self.mean:.{digits}f}", f"{self.half_width or 0:.{digits}f}")
+
+    def format(self, mean: str, half_width: str) -> str:
+        """:meth:`text` with the mean and half-width already formatted."""
         if self.half_width is None:
-            return f"{self.mean:.{digits}f} ± ?"
-        return f"{self.mean:.{digits}f} ± {self.half_width:.{digits}f}"
+            return f"{mean} ± ?"
+        if self.sd == 0.0:
+            return f"{mean} (all alike)"
+        return f"{mean} ± {half_width}"
 
 
 def mean_ci(values: Sequence[float], level: float = 0.95) -> Estimate:

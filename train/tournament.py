@@ -271,7 +271,10 @@ class TournamentResult:
     paired: list[dict]
     openskill: dict[str, dict]
     places: dict[str, dict]
+    """Per bot, ``counts`` of rounds finished in each place and their ``share``, weighted as
+    the metrics are (each game once, its rounds sharing that weight)."""
     by_seat: dict[str, list[float | None]]
+    """Per bot and seat, the mean score, weighted as ``places``."""
     complete: bool
     level: float = 0.95
     run: dict = field(default_factory=dict)
@@ -376,22 +379,26 @@ def summarise(blocks: list[dict], *, rules: Rules, rules_given: Rules, mode: str
     metrics_names = list(ROUND_METRICS) + (["win"] if mode == "session" else [])
     per_block: dict[str, list[list[float]]] = {m: [[] for _ in range(k)] for m in metrics_names}
     place_counts = [[0] * n for _ in range(k)]
-    seat_sum = [[0.0] * n for _ in range(k)]
-    seat_cnt = [[0] * n for _ in range(k)]
+    # weighted as the metrics are: every game once, its rounds sharing its weight
+    place_weight = [[Fraction(0)] * n for _ in range(k)]
+    seat_sum = [[Fraction(0)] * n for _ in range(k)]
+    seat_weight = [[Fraction(0)] * n for _ in range(k)]
     finishing: list[tuple[tuple[int, ...], list[int]]] = []
     games = rounds = 0
     for block in blocks:
         for g in block["games"]:
             games += 1
             seating = g["seating"]
+            w = Fraction(1, len(g["rounds"]))
             for places in g["rounds"]:
                 rounds += 1
                 finishing.append((tuple(seating), places))
                 for seat, b in enumerate(seating):
                     p = places[seat]
                     place_counts[b][p - 1] += 1
-                    seat_sum[b][seat] += (n - p) / (n - 1)
-                    seat_cnt[b][seat] += 1
+                    place_weight[b][p - 1] += w
+                    seat_sum[b][seat] += w * Fraction(n - p, n - 1)
+                    seat_weight[b][seat] += w
         for b, means in enumerate(_block_means(block, n, k, metrics_names)):
             for m in metrics_names:
                 per_block[m][b].append(means[m])
@@ -405,7 +412,7 @@ def summarise(blocks: list[dict], *, rules: Rules, rules_given: Rules, mode: str
                                for m in metrics_names}}
                   for i, j in itertools.combinations(range(k), 2)]
     ratings = openskill_ratings(finishing, k) if finishing else []
-    total = [sum(c) for c in place_counts]
+    total = [sum(c) for c in place_weight]
     return TournamentResult(
         rules=rules.to_dict(), rules_given=rules_given.to_dict(), mode=mode, seatings=seatings,
         seed=seed, deals_requested=deals,
@@ -418,10 +425,10 @@ def summarise(blocks: list[dict], *, rules: Rules, rules_given: Rules, mode: str
         metrics=metrics, paired=paired,
         openskill={labels[b]: ratings[b] for b in range(k)} if ratings else {},
         places={labels[b]: {"counts": place_counts[b],
-                            "share": [c / total[b] if total[b] else 0.0
-                                      for c in place_counts[b]]} for b in range(k)},
-        by_seat={labels[b]: [seat_sum[b][s] / seat_cnt[b][s] if seat_cnt[b][s] else None
-                             for s in range(n)] for b in range(k)},
+                            "share": [float(c / total[b]) if total[b] else 0.0
+                                      for c in place_weight[b]]} for b in range(k)},
+        by_seat={labels[b]: [float(seat_sum[b][s] / seat_weight[b][s]) if seat_weight[b][s]
+                             else None for s in range(n)] for b in range(k)},
         complete=complete, level=level)
 
 
