@@ -163,7 +163,8 @@ class ArschlochVecEnv(VecEnv):
         opponent: ``"random"``, a batched callable ``(obs, mask) -> actions``, or an agent
             (or agent spec); one that reads the public view plays at Python speed.
         reward: ``"place"`` or ``"points"``.
-        threads, record_path, record_games: passed to :class:`VectorGame`.
+        threads, record_path, record_games: passed to :class:`VectorGame`; a record names
+            the learner's seat ``"learner"`` and the others by the opponent's label.
     """
 
     metadata = {"render_modes": []}
