@@ -12,7 +12,8 @@ def render_text(game, seat: int | None = None, reveal: bool = False) -> str:
     order = game.rules.rank_order
     me = game.current if seat is None else seat
     lines = [f"{game.rules.preset}, {game.n} players, round {game.round}, phase {game.phase}"]
-    titles = game.round_titles()
+    # at the end, the titles the last round earned, beside the places that earned them
+    titles = list(game.titles) if game.phase == "over" else game.round_titles()
     for s in range(game.n):
         title = titles[s]
         flags = []

@@ -73,6 +73,18 @@ def test_render_ansi_returns_text_and_human_prints(capsys):
     assert "culo, 4 players" in out and "player_0" in out
 
 
+def test_render_at_the_end_shows_the_titles_the_last_round_earned():
+    """Beside each seat's place in the last round, the title that place earned (not the one
+    the round was played under)."""
+    from agents.runner import play_match
+    from arschloch_env.render import render_text
+    game = play_match("culo", ["greedy"] * 4, seed=5)
+    assert game.is_over and game.round > 1
+    names = game.rules.titles_for()
+    for s, line in enumerate(render_text(game).splitlines()[1:5]):
+        assert line.split()[:2] == [f"player_{s}", names[game.round_places[-1][s] - 1]], line
+
+
 def test_render_without_mode_warns():
     env = arschloch_env.env(rules="culo", num_players=4)
     env.reset(seed=0)
