@@ -134,9 +134,13 @@ def _deal(event: dict) -> tuple[dict, list]:
     middle of the replay and takes the cards as given.
 
     Raises:
-        ValueError: ``hands`` is not a mapping to card lists, or ``leftover`` not a list.
+        ValueError: ``hands`` or ``leftover`` missing, ``hands`` not a mapping to card lists,
+            or ``leftover`` not a list.
     """
-    hands, leftover = event.get("hands", {}), event.get("leftover", [])
+    missing = [k for k in ("hands", "leftover") if k not in event]
+    if missing:
+        raise ValueError(f"{' and '.join(missing)} missing (the deal of the round)")
+    hands, leftover = event["hands"], event["leftover"]
     if not isinstance(hands, dict) or not all(isinstance(h, list) for h in hands.values()):
         raise ValueError(f"hands: {hands!r} is not a mapping of each player to a list of cards")
     if not isinstance(leftover, list):
@@ -148,7 +152,7 @@ def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
     """Re-plays one match (as read by :func:`read_matches`) and reports the first break."""
     no, header = events[0]
     res = ReplayResult(index=header.get("index", 0))
-    deals = []
+    deals, deal_lines = [], []
     gifts = {}  # every exchange's cards: the engine takes an automatic gift's suits from them
     for round_no, ev in events:
         if ev.get("event") == "round":
@@ -157,6 +161,7 @@ def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
             except ValueError as exc:
                 res.error, res.error_line = f"round {ev.get('round')}: {exc}", round_no
                 return res
+            deal_lines.append(round_no)
         elif (ev.get("event") == "exchange" and isinstance(ev.get("cards"), list)
               and isinstance(ev.get("from"), str)):  # any other giver fails its own check
             gifts.setdefault((len(deals), ev["from"]), ev["cards"])
@@ -164,7 +169,10 @@ def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
         rules = Rules.from_dict(header.get("rules"))
         game = Game(rules, seed=header.get("seed"), match_index=header.get("index", 0),
                     record=True, agents=header.get("agents"), deals=deals, gifts=gifts)
-    except (RulesError, DealError, CardError, TypeError, ValueError) as exc:
+    except DealError as exc:  # the first round's deal
+        res.error, res.error_line = f"round 1: {exc}", deal_lines[0] if deal_lines else no
+        return res
+    except (RulesError, CardError, TypeError, ValueError) as exc:
         res.error, res.error_line = f"cannot set up the match: {exc}", no
         return res
     res.game = game
@@ -185,8 +193,10 @@ def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
         no, ev = events[done]
         try:
             _apply(game, ev)
-        except DealError as exc:
-            res.error, res.error_line = f"{exc}", no
+        except DealError as exc:  # the engine deals the next round as this event ends one
+            res.error = f"round {game.round}: {exc}"
+            res.error_line = (deal_lines[game.round - 1] if game.round <= len(deal_lines)
+                              else no)
             return res
         except (IllegalActionError, CardError, ValueError) as exc:
             res.error, res.error_line = f"{describe_event(ev).strip()}: {exc}", no

@@ -298,7 +298,9 @@ def test_replay_bad_deal_and_early_end(tmp_path):
     events[1] = {**events[1], "hands": hands}
     write_lines(tmp_path / "deal.jsonl", events)
     res = replay_file(tmp_path / "deal.jsonl")[0]
-    assert not res.ok and res.error_line == 1 and "more than once" in res.error
+    # the round event's line, which holds the deal, not the match header's
+    assert not res.ok and res.error_line == 2 and "more than once" in res.error
+    assert res.error.startswith("round 1: ")
 
     events = [dict(e) for e in g.events]
     k = first(events, "round_end")
@@ -337,12 +339,26 @@ def test_replay_exchange_from_that_is_not_a_name(tmp_path, giver):
     (dict(hands=7), "hands: 7 is not a mapping"),
     (dict(hands={"player_0": 7}), "is not a mapping of each player to a list"),
     (dict(leftover=None), "leftover: None is not a list"),
+    ("hands", "hands missing (the deal of the round)"),
+    ("leftover", "leftover missing"),
+    ("duplicate", "appear more than once"),  # found by the engine as it deals round 2
+    ("sizes", "hand sizes"),
 ])
 def test_replay_later_round_with_a_malformed_deal(tmp_path, change, words):
     g = random_match("culo", 4, 7)  # three rounds: the engine deals round 2 mid-replay
     events = [dict(e) for e in g.events]
     i = first(events, "round", first(events, "round_end"))
-    events[i].update(change)
+    hands = {p: list(h) for p, h in events[i]["hands"].items()}
+    if change == "duplicate":
+        hands["player_0"][0] = hands["player_1"][0]
+        events[i]["hands"] = hands
+    elif change == "sizes":
+        hands["player_0"].append(hands["player_1"].pop())
+        events[i]["hands"] = hands
+    elif isinstance(change, str):
+        del events[i][change]
+    else:
+        events[i].update(change)
     write_lines(tmp_path / "bad.jsonl", events)
     res = replay_file(tmp_path / "bad.jsonl")[0]
     assert not res.ok and res.error_line == i + 1
