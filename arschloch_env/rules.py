@@ -115,6 +115,8 @@ class Rules:
         values["preset"] = preset
         values.setdefault("num_players", num_players)
         values = {name: _plain(v) for name, v in values.items()}
+        if isinstance(values.get("rank_order"), str):  # a rules file may write it as text
+            values["rank_order"] = _parse_ranks(values["rank_order"])
         if "rank_order" in values and isinstance(values["rank_order"], (list, tuple)):
             # YAML reads the digit ranks of [7, 8, 9, J, ...] as integers.
             values["rank_order"] = tuple(str(x) if _is_int(x) else x
@@ -316,6 +318,8 @@ def make_rules(rules: "Rules | str | dict | None" = "culo", num_players: int | N
     if isinstance(rules, Rules):
         return rules.replace(**overrides) if overrides else rules
     if isinstance(rules, dict):
+        if "preset" in rules:
+            _drop_same_preset(rules["preset"], overrides)
         return Rules.from_dict({**rules, **_with_one_match_end(overrides)})
     if isinstance(rules, (str, Path)):
         name = str(rules)
@@ -325,6 +329,8 @@ def make_rules(rules: "Rules | str | dict | None" = "culo", num_players: int | N
         if name.endswith((".json", ".yaml", ".yml")) or Path(name).is_file():
             data = load_rules_file(name)
             try:
+                if "preset" in data:
+                    _drop_same_preset(data["preset"], overrides)
                 return Rules.from_dict({**data, **_with_one_match_end(overrides)})
             except RulesError as exc:  # the message's start names the field; callers read it
                 raise RulesError(f"{exc} (rules file {name!r})") from None
@@ -422,6 +428,8 @@ def parse_override(text: str) -> tuple[str, Any]:
 
 
 def _parse_ranks(raw: str) -> tuple[str, ...]:
-    """``7,8,9,J``, ``7 8 9 J`` or YAML's ``[7, 8, 9, 'J']`` as upper-case rank names."""
+    """``7,8,9,J``, ``7 8 9 J``, YAML's ``[7, 8, 9, 'J']`` or the rules table's ``789J`` as
+    upper-case rank names (each one character: ``T`` is the ten)."""
     names = raw.removeprefix("[").removesuffix("]").replace(" ", ",").split(",")
-    return tuple(x.strip("'\"").upper() for x in names if x.strip("'\""))
+    names = [x.strip("'\"").upper() for x in names if x.strip("'\"")]
+    return tuple(names[0]) if len(names) == 1 else tuple(names)

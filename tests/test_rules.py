@@ -198,6 +198,12 @@ def test_rules_from_files(tmp_path):
     j = tmp_path / "r.json"
     j.write_text(json.dumps(make_rules("culo-52", 6).to_dict()))
     assert make_rules(str(j)) == make_rules("culo-52", 6)
+    # the preset is where the other fields come from: naming another one is an error, as it
+    # is on a preset's name, not a silent change of base
+    for rules in (str(y), make_rules(str(y)).to_dict(), "tavern"):
+        with pytest.raises(RulesError, match="preset: given as 'tavern' and as 'culo'"):
+            make_rules(rules, preset="culo")
+        assert make_rules(rules, preset="tavern").preset == "tavern"
     bad = tmp_path / "bad.yaml"
     bad.write_text("- just\n- a list\n")
     with pytest.raises(RulesError, match="mapping"):
@@ -259,6 +265,16 @@ def test_exactly_one_of_rounds_and_target_points():
 def test_rank_order_permutations_accepted():
     assert make_rules("culo", 4, rank_order=list("789JQKAT")).rank_order[-1] == "T"
     assert len(make_rules("culo", 4, rank_order=tuple(TAVERN)).rank_order) == 13
+
+
+def test_the_rules_tables_rank_order_round_trips(tmp_path):
+    """`arschloch rules` prints the order as one word (789JQKAT): --set and a rules file
+    take it back."""
+    from arschloch_env.rules import parse_override
+    assert parse_override("rank_order=789jqkat") == ("rank_order", tuple("789JQKAT"))
+    path = tmp_path / "r.yaml"
+    path.write_text("preset: culo\nrank_order: 789JQKAT\n")
+    assert make_rules(str(path)).rank_order == tuple("789JQKAT")
 
 
 def test_the_json_form_constructs_rules_directly():
