@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from arschloch_env.cards import CardError, parse_card
 from arschloch_env.engine import GIVE, LAY, TAKE, DealError, Game, IllegalActionError
 from arschloch_env.records import RecordError, read_matches
-from arschloch_env.rules import Rules, RulesError
+from arschloch_env.rules import Rules, RulesError, is_integer
 
 _CARD_LISTS = ("cards", "leftover")
 
@@ -165,10 +165,21 @@ def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
         elif (ev.get("event") == "exchange" and isinstance(ev.get("cards"), list)
               and isinstance(ev.get("from"), str)):  # any other giver fails its own check
             gifts.setdefault((len(deals), ev["from"]), ev["cards"])
+    seed = header.get("seed")
+    # INTERFACES.md allows any int; the engine's generator takes none below 0, but a replay
+    # deals from the record and only writes the seed back into its header
+    foreign_seed = is_integer(seed) and seed < 0
     try:
         rules = Rules.from_dict(header.get("rules"))
-        game = Game(rules, seed=header.get("seed"), match_index=header.get("index", 0),
-                    record=True, agents=header.get("agents"), deals=deals, gifts=gifts)
+        players = header.get("players")
+        if isinstance(players, list) and len(players) != rules.num_players:
+            raise ValueError(f"match.players: {len(players)} players, but the rules say "
+                             f"num_players {rules.num_players}")
+        game = Game(rules, seed=None if foreign_seed else seed,
+                    match_index=header.get("index", 0), record=True,
+                    agents=header.get("agents"), deals=deals, gifts=gifts)
+        if foreign_seed:
+            game.events[0]["seed"] = int(seed)
     except DealError as exc:  # the first round's deal
         res.error, res.error_line = f"round 1: {exc}", deal_lines[0] if deal_lines else no
         return res

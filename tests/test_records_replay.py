@@ -265,7 +265,7 @@ def test_replay_wrong_player_and_wrong_result(tmp_path):
 
 
 @pytest.mark.parametrize("field,value", [
-    ("seed", 7.5), ("seed", -7), ("seed", "abc"), ("index", "abc"), ("agents", ["random"]),
+    ("seed", 7.5), ("seed", "abc"), ("index", "abc"), ("agents", ["random"]),
 ])
 def test_replay_names_a_bad_match_header_field(tmp_path, field, value):
     events = [dict(e) for e in random_match("culo", 4, 3).events]
@@ -274,6 +274,22 @@ def test_replay_names_a_bad_match_header_field(tmp_path, field, value):
     res = replay_file(tmp_path / "h.jsonl")[0]
     assert not res.ok and res.error_line == 1
     assert f"match.{field}: {value!r} is not allowed" in res.error
+
+
+def test_replay_takes_any_integer_seed_and_checks_the_table_size(tmp_path):
+    """INTERFACES.md's match.seed is any int or null (another tool's record may hold a
+    negative one; the deals come from the record); a header whose players and rules disagree
+    says so, not that its agents name an unknown seat."""
+    events = [dict(e) for e in random_match("culo", 4, 3).events]
+    events[0] = {**events[0], "seed": -7}
+    write_lines(tmp_path / "s.jsonl", events)
+    res = replay_file(tmp_path / "s.jsonl")[0]
+    assert res.ok, res.error
+    events[0] = {**events[0], "rules": {**events[0]["rules"], "num_players": 3}}
+    write_lines(tmp_path / "n.jsonl", events)
+    res = replay_file(tmp_path / "n.jsonl")[0]
+    assert not res.ok and res.error_line == 1
+    assert "match.players: 4 players, but the rules say num_players 3" in res.error
 
 
 @pytest.mark.parametrize("field,value", [
