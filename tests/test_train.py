@@ -502,6 +502,61 @@ def test_export_cli_and_bundle_as_agent_spec(smoke_run, tmp_path):
     assert res.returncode == 2 and "--out" in res.stderr and "Traceback" not in res.stderr
 
 
+def test_evaluations_score_the_weights_of_their_step(tmp_path):
+    """SB3 trains on a rollout after its end: an evaluation (and the best checkpoint it
+    writes) at step N holds the weights of the checkpoint at step N, after that update."""
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from train.sb3_trainer import train
+    run = tmp_path / "run"
+    final = train(load_config(SMOKE, [
+        "total_steps=1536", "ppo.n_steps=256", "ppo.batch_size=128", "subproc=false",
+        "n_envs=2", "eval.deals=3", "eval.every=512", "checkpoint_every=512"]), run,
+        progress=False)
+    best = json.loads((run / "checkpoints" / "best.json").read_text())
+    same_step = run / "checkpoints" / f"step_{best['steps']:012d}.zip"
+    a, b = (MaskablePPO.load(str(p), device="cpu").policy.state_dict()
+            for p in (run / "checkpoints" / "best.zip", same_step))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    last = json.loads(final.with_suffix(".json").read_text())
+    assert [e["steps"] for e in last["evaluations"]] == [512, 1024, 1536]
+
+
+def test_a_best_cut_short_leaves_no_mismatched_metadata(tmp_path, monkeypatch):
+    """A kill between a new best's weights and its metadata leaves weights without
+    metadata, which count as no best; never the new weights beside the old figures."""
+    from train import sb3_trainer
+    from train.cli import resolve_checkpoint
+
+    class Model:
+        def save(self, path):
+            Path(path).write_text("new weights")
+
+    run = sb3_trainer.RunDir(tmp_path / "run")
+    run.checkpoints.mkdir(parents=True)
+    (run.checkpoints / "best.zip").write_text("old weights")
+    (run.checkpoints / "best.json").write_text(json.dumps({"steps": 8, "best": 1.0}))
+
+    def killed(*args):
+        raise SystemExit("killed")
+
+    monkeypatch.setattr(sb3_trainer, "write_json_atomic", killed)
+    with pytest.raises(SystemExit):
+        run.save_checkpoint(Model(), "best", {"steps": 16, "best": 2.0}, latest=False)
+    assert (run.checkpoints / "best.zip").read_text() == "new weights"
+    assert not (run.checkpoints / "best.json").exists() and run.best_score() is None
+    # export takes the latest checkpoint instead, and a resume sets the orphan aside
+    for name, text in (("step_000000000008.zip", "w"), ("step_000000000008.json", "{}")):
+        (run.checkpoints / name).write_text(text)
+    (run.root / "latest.json").write_text(json.dumps({
+        "checkpoint": "checkpoints/step_000000000008.zip",
+        "meta": "checkpoints/step_000000000008.json", "steps": 8}))
+    assert resolve_checkpoint(run.root)[0].name == "step_000000000008.zip"
+    moved = run.set_aside_stale_best(8)
+    assert moved is not None and not (run.checkpoints / "best.zip").exists()
+
+
 def test_same_seed_same_run_on_one_process(tmp_path):
     import torch
     from sb3_contrib import MaskablePPO

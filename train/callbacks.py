@@ -81,11 +81,6 @@ class TrainingLoop(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         steps = self.num_timesteps
-        mlp = policy_mlp(self.model)
-        self.league.update_current(mlp)
-        if steps >= self.next_snapshot:
-            self.league.add_snapshot(mlp, steps)
-            self.next_snapshot = _next_multiple(steps, self.cfg.league.snapshot_every)
         now = time.time()
         t0, s0 = self._clock
         if now > t0:
@@ -95,14 +90,24 @@ class TrainingLoop(BaseCallback):
         self.logger.record("league/pool_size", len(self.league.snapshots))
         for kind, share in _mix(self.cfg).items():
             self.logger.record(f"league/share/{kind}", share)
-        if self.next_eval is not None and steps >= self.next_eval:
-            self.evaluate(steps)
-            self.next_eval = _next_multiple(steps, self.cfg.eval.every)
 
     def _on_rollout_start(self) -> None:
-        # SB3 trains on a rollout after its end: a checkpoint is due once that update is in
-        # the weights, or a run resumed from it would go without the rollout's update
+        # SB3 trains on a rollout after its end: the league, the evaluation and the
+        # checkpoint of a step take the weights once that update is in them (a checkpoint
+        # without it would resume without the rollout's update, an evaluation would score
+        # weights no checkpoint holds)
         steps = self.num_timesteps
+        if steps == 0:
+            return
+        mlp = policy_mlp(self.model)
+        self.league.update_current(mlp)
+        if steps >= self.next_snapshot:
+            self.league.add_snapshot(mlp, steps)
+            self.next_snapshot = _next_multiple(steps, self.cfg.league.snapshot_every)
+        if self.next_eval is not None and steps >= self.next_eval:
+            self.evaluate(steps)
+            self.logger.dump(steps)  # at its step, not at the end of the next rollout
+            self.next_eval = _next_multiple(steps, self.cfg.eval.every)
         if steps >= self.next_checkpoint:
             self.checkpoint(self.model, latest=True)
             self.next_checkpoint = _next_multiple(steps, self.cfg.checkpoint_every)

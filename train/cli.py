@@ -146,7 +146,8 @@ def resolve_checkpoint(source: Path) -> tuple[Path, dict]:
     from train.files import read_latest, read_run_json
     if source.is_dir():
         best = [source / "checkpoints" / f"best{s}" for s in CHECKPOINT_SUFFIXES]
-        best = [b for b in best if b.is_file()]
+        # weights without metadata: a kill cut the best's write short
+        best = [b for b in best if b.is_file() and b.with_suffix(".json").is_file()]
         if best:
             source = best[0]
         elif (source / "latest.json").is_file():

@@ -38,13 +38,14 @@ def save_checkpoint(run, name: str, payload: dict[str, Any], meta: dict[str, Any
     always agree."""
     import torch
 
-    from train.sb3_trainer import interrupt_deferred
+    from train.sb3_trainer import drop_metadata, interrupt_deferred
 
     final = run.checkpoints / f"{name}.pt"
     tmp = run.checkpoints / f"{name}.part.pt"
     with interrupt_deferred():
         torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, **payload},
                    tmp)
+        drop_metadata(final)
         os.replace(tmp, final)
         write_json_atomic(run.checkpoints / f"{name}.json", {**meta, "algo": "ppo-vec"})
         if latest:

@@ -107,6 +107,13 @@ def make_model(cfg: TrainConfig, envs, tb_dir: Path):
                        "activation_fn": activation})
 
 
+def drop_metadata(checkpoint: Path) -> None:
+    """Removes the metadata of a checkpoint about to be replaced in place (the best): a kill
+    between writing the new weights and their metadata then leaves weights without
+    metadata, which count as no best, never new weights beside the old one's figures."""
+    checkpoint.with_suffix(".json").unlink(missing_ok=True)
+
+
 class RunDir:
     """Paths and atomic writes of one run directory."""
 
@@ -136,6 +143,7 @@ class RunDir:
         tmp = self.checkpoints / f"{name}.part.zip"
         with interrupt_deferred():
             model.save(str(tmp))
+            drop_metadata(final)
             os.replace(tmp, final)
             write_json_atomic(self.checkpoints / f"{name}.json", meta)
             if latest:
@@ -217,7 +225,10 @@ class RunDir:
         ``earlier_attempts/<time>/checkpoints/`` and returns that attempt folder; None when
         the best is not newer than ``steps``."""
         meta = self.checkpoints / "best.json"
-        if not meta.is_file() or read_run_json(meta)["steps"] <= steps:
+        if not any(self.checkpoints.glob("best.*")):
+            return None
+        # a best without its metadata (a kill between the two writes) is set aside too
+        if meta.is_file() and read_run_json(meta)["steps"] <= steps:
             return None
         dest = self._attempt_folder()
         (dest / "checkpoints").mkdir()
