@@ -23,7 +23,13 @@ def interrupt_while_recording(argv: list[str], record, **popen) -> tuple[int, st
         assert time.time() < deadline, f"{argv[1]} never got going"
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
+    try:
+        stdout, stderr = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:  # say what it was doing, not only that it hung
+        proc.kill()
+        stdout, stderr = proc.communicate()
+        raise AssertionError(f"{argv[1]} still ran 120 s after Ctrl-C; stdout "
+                             f"{stdout[-1000:]!r}, stderr {stderr[-3000:]!r}") from None
     return proc.returncode, stdout, stderr
 
 
