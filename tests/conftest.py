@@ -26,9 +26,14 @@ def interrupt_while_recording(argv: list[str], record, **popen) -> tuple[int, st
     try:
         stdout, stderr = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:  # say what it was doing, not only that it hung
+        try:
+            with open(f"/proc/{proc.pid}/status") as f:
+                status = [line.strip() for line in f if line.startswith(("State", "Sig"))]
+        except OSError:
+            status = []
         proc.kill()
         stdout, stderr = proc.communicate()
-        raise AssertionError(f"{argv[1]} still ran 120 s after Ctrl-C; stdout "
+        raise AssertionError(f"{argv[1]} still ran 120 s after Ctrl-C ({status}); stdout "
                              f"{stdout[-1000:]!r}, stderr {stderr[-3000:]!r}") from None
     return proc.returncode, stdout, stderr
 
