@@ -14,7 +14,10 @@ def interrupt_while_recording(argv: list[str], record, **popen) -> tuple[int, st
     import subprocess
     import time
 
+    # A suite started in the background (`cmd &` in a script, nohup) ignores SIGINT, and an
+    # ignored signal stays ignored across exec: the command would never see the Ctrl-C.
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
                             **popen)
     part = record.with_name(record.name + ".part")
     deadline = time.time() + 60
