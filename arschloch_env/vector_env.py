@@ -279,9 +279,8 @@ class ArschlochVecEnv(VecEnv):
 
     def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
         """Sets an attribute that all games share; only for all of them at once."""
-        if indices is not None and sorted(self._indices(indices)) != list(range(self.num_envs)):
-            raise ValueError(f"set_attr({attr_name!r}): the games of an ArschlochVecEnv share "
-                             f"its attributes; set it for all of them (indices=None)")
+        self._refuse_some_games(self._indices(indices), f"set_attr({attr_name!r})",
+                                "attributes", "set it")
         if attr_name in ("opponent", "game", "rules", *self.PER_GAME):
             raise ValueError(f"set_attr({attr_name!r}): fixed when the env is made; make a "
                              f"new ArschlochVecEnv to change it")
@@ -302,9 +301,7 @@ class ArschlochVecEnv(VecEnv):
         if method_name == "action_masks":
             masks = self.action_masks()
             return [masks[i] for i in idx]
-        if sorted(idx) != list(range(self.num_envs)):
-            raise ValueError(f"env_method({method_name!r}): the games of an ArschlochVecEnv "
-                             f"share its methods; call it for all of them (indices=None)")
+        self._refuse_some_games(idx, f"env_method({method_name!r})", "methods", "call it")
         result = getattr(self, method_name)(*method_args, **method_kwargs)
         return [result for _ in idx]
 
@@ -318,6 +315,12 @@ class ArschlochVecEnv(VecEnv):
         learner = int(self.seats[game])
         return {player_name(s): LEARNER_LABEL if s == learner else self.opponent_label
                 for s in range(self.game.n)}
+
+    def _refuse_some_games(self, idx: list[int], call: str, what: str, do: str) -> None:
+        """What all games share is set or called for all of them or none."""
+        if sorted(idx) != list(range(self.num_envs)):
+            raise ValueError(f"{call}: the games of an ArschlochVecEnv share its {what}; {do} "
+                             f"for all of them (indices=None)")
 
     def _indices(self, indices) -> list[int]:
         if indices is None:

@@ -53,3 +53,12 @@ def calls_of(monkeypatch, owner, name: str) -> list[tuple]:
 
     monkeypatch.setattr(owner, name, spy)
     return calls
+
+
+def run_python(code: str, timeout: int = 120):
+    """``code`` run by this interpreter in a process of its own (what a script sees at exit)."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=timeout)

@@ -598,10 +598,8 @@ def test_a_record_reaches_its_file_without_close(tmp_path, make):
     """A script or notebook that never calls close() still gets its record file when the env
     is dropped or the interpreter exits; a recording env refuses to be copied (two copies
     would write one file)."""
-    import subprocess
-    import sys
-
     from arschloch_env.records import read_matches
+    from conftest import run_python
     path = tmp_path / "rec.jsonl"
     code = ("import copy\nimport arschloch_env\nfrom arschloch_env.single import SingleSeatEnv\n"
             f"env = {make.replace('PATH', repr(str(path)))}\n"
@@ -615,8 +613,7 @@ def test_a_record_reaches_its_file_without_close(tmp_path, make):
             "        done = not env.agents\n"
             "    else:\n"
             "        done = env.step(int(env.action_masks().argmax()))[2]\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+    res = run_python(code)
     assert res.returncode == 0, res.stderr
     assert "cannot be copied or pickled (two copies would write one file)" in res.stdout
     assert path.is_file() and not path.with_name(path.name + ".part").exists()

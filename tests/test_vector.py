@@ -219,8 +219,7 @@ def test_records_replay(tmp_path):
 
 def test_records_written_without_close(tmp_path):
     """A script that never calls close() still gets its record file when it exits."""
-    import subprocess
-    import sys
+    from conftest import run_python
     path = tmp_path / "vg.jsonl"
     code = ("from arschloch_env.vector import VectorGame\n"
             f"vg = VectorGame('culo', 4, num_games=4, seed=1, record_path={str(path)!r}, "
@@ -228,8 +227,7 @@ def test_records_written_without_close(tmp_path):
             "vg.reset()\n"
             "for _ in range(300):\n"
             "    vg.step(vg.sample_actions())\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120)
+    res = run_python(code)
     assert res.returncode == 0, res.stderr
     assert path.is_file() and not path.with_name(path.name + ".part").exists()
     assert all(r.ok for r in replay_file(path))
