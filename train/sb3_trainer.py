@@ -322,7 +322,8 @@ def check_input_paths(data: dict[str, Any], path: Path) -> None:
 
     rules = data.get("rules")
     named = [("rules", rules)] if isinstance(rules, str) and rules not in PRESETS else []
-    mix = (data.get("vec") or {}).get("mix") if isinstance(data.get("vec"), dict) else None
+    vec = data.get("vec")
+    mix = vec.get("mix") if isinstance(vec, dict) else None
     if isinstance(mix, dict):
         named += [("vec.mix", k) for k in mix if isinstance(k, str) and is_policy_file(k)]
     missing = [(field, f) for field, f in named if not Path(f).exists()]
