@@ -272,6 +272,20 @@ def test_rollouts_over_tables_of_every_size_drop_no_transition(tmp_path):
     assert collected == updated + int(buf.trained.sum())
 
 
+def test_device_auto_is_cuda_where_there_is_one(tmp_path):
+    import torch
+
+    from train import ppo_vec
+    from train.league import League
+
+    cfg = load_config(CONFIGS[0], [*SMALL, "vec.num_games=8", "device=auto"])
+    tables, nets, *_, device = ppo_vec.setup(cfg, League(tmp_path, 1), 0)
+    assert device.type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert next(nets.actor.parameters()).device.type == device.type
+    for table in tables:
+        table.vg.close()
+
+
 def test_sampling_is_legal_and_follows_the_policy():
     import torch
 

@@ -68,9 +68,18 @@ def test_config_errors_name_the_key(override, message):
     assert message in str(info.value)
 
 
-def test_ppo_vec_runs_on_the_cpu():
-    with pytest.raises(ConfigError, match="algo ppo-vec runs on the CPU"):
-        load_config(ROOT / "configs" / "ppo_vec_culo.yaml", ["device=cuda"])
+@pytest.mark.parametrize("config", [SMOKE, ROOT / "configs" / "ppo_vec_culo.yaml"])
+def test_both_trainers_take_a_device(config):
+    """``auto`` anywhere; ``cuda`` where torch finds no CUDA device is a clear error; a
+    resumed run may move to another device."""
+    import torch
+
+    from train.config import resume_config
+    assert load_config(config, ["device=auto"]).device == "auto"
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="device: 'cuda', but torch finds no CUDA device"):
+            load_config(config, ["device=cuda"])
+    assert resume_config(load_config(config).to_dict(), ["device=auto"]).device == "auto"
 
 
 def test_train_cli_rejects_bad_config_cleanly(tmp_path):

@@ -142,6 +142,8 @@ class TrainConfig:
     checkpoint_every: int = 50_000
     """Learner steps between checkpoints (also written at the end)."""
     device: str = "cpu"
+    """Where the networks run: ``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (CUDA where there
+    is one)."""
     torch_threads: int = 1
     ppo: PPOConfig = field(default_factory=PPOConfig)
     league: LeagueConfig = field(default_factory=LeagueConfig)
@@ -251,7 +253,7 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConf
     return config_from_dict(data)
 
 
-RESUMABLE = ("total_steps", "checkpoint_every", "torch_threads", "ppo.learning_rate",
+RESUMABLE = ("total_steps", "checkpoint_every", "device", "torch_threads", "ppo.learning_rate",
              "ppo.lr_final", "league.snapshot_every", "eval.every", "eval.deals", "eval.jobs",
              "vec.collect_threads", "vec.engine_threads", "vec.debug")
 """The fields ``--set`` may change when a run is resumed. The others define the run (network,
@@ -374,13 +376,9 @@ def validate(cfg: TrainConfig) -> None:
 
 
 def check_device(cfg: TrainConfig) -> None:
-    """``device`` names a torch device this machine has (or ``auto`` for SB3: CUDA where there
-    is one). ppo-vec runs on the CPU: its batched engine, sampling and league are CPU code."""
-    if cfg.algo == "ppo-vec":
-        if cfg.device != "cpu":
-            raise ConfigError(f"device: {cfg.device!r}; algo ppo-vec runs on the CPU (its "
-                              f"batched engine, sampling and league are CPU code); allowed: cpu")
-        return
+    """``device`` names a torch device this machine has, or ``auto``: CUDA where there is one.
+    Either trainer learns there; ppo-vec's games, seat draws and sampling's random numbers
+    stay on the CPU (:func:`train.ppo_vec.setup`)."""
     if cfg.device == "auto":
         return
     import torch
@@ -395,6 +393,9 @@ def check_device(cfg: TrainConfig) -> None:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"device: {cfg.device!r}, but torch finds no CUDA device here; use "
                           f"device: cpu (or auto, which takes CUDA where there is one)")
+    if device.index is not None and device.index >= torch.cuda.device_count():
+        raise ConfigError(f"device: {cfg.device!r}, but torch finds "
+                          f"{torch.cuda.device_count()} CUDA device(s) here (cuda:0 ..)")
 
 
 RANGES: tuple[tuple[str, float, float | None, bool, str], ...] = (

@@ -41,8 +41,10 @@ restart there.
 **Speed** (``bench/train_throughput.py``): every step is one batched forward of the learner
 over its rows and one of all snapshots together (:class:`~train.ppo_vec_seats.SnapshotPool`),
 in ``torch.inference_mode`` on ``vec.collect_threads`` threads; the buffers are preallocated
-numpy arrays; the per-step Python is a few array operations per table. The update dominates,
-so the shipped network is small (see the configs).
+numpy arrays; the per-step Python is a few array operations per table. On the CPU the update
+dominates, so the shipped network is small (see the configs). With ``device: cuda`` both
+forwards and the update run on the GPU, the games and the random numbers of sampling stay
+on the CPU; the rollout goes to the GPU once per update.
 
 Run directory: as the SB3 trainer's (:mod:`train.sb3_trainer`), with ``.pt`` checkpoints
 (:mod:`train.ppo_vec_io`); TensorBoard under ``tb/ppo_vec_1``: ``charts/samples_per_s``
@@ -399,10 +401,12 @@ def passive_openmp(cfg: TrainConfig) -> None:
 def setup(cfg: TrainConfig, league: League, steps: int):
     """Tables, networks, optimizer and buffer of a run starting (or resuming) at ``steps``."""
     import torch
+    from stable_baselines3.common.utils import get_device  # the SB3 trainer's "auto"
 
-    device = torch.device(cfg.device)
+    device = get_device(cfg.device)
     torch.set_num_threads(cfg.torch_threads)
     torch.manual_seed(cfg.seed)
+    # on the CPU whatever the device: a run samples the same random numbers on either
     generator = torch.Generator(device="cpu")
     generator.manual_seed(int(np.random.SeedSequence([cfg.seed, steps, 99])
                               .generate_state(1)[0]))

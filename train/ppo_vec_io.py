@@ -43,8 +43,8 @@ def save_checkpoint(run, name: str, payload: dict[str, Any], meta: dict[str, Any
     final = run.checkpoints / f"{name}.pt"
     tmp = run.checkpoints / f"{name}.part.pt"
     with interrupt_deferred():
-        torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, **payload},
-                   tmp)
+        torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
+                    **on_cpu(payload)}, tmp)
         drop_metadata(final)
         os.replace(tmp, final)
         write_json_atomic(run.checkpoints / f"{name}.json", {**meta, "algo": "ppo-vec"})
@@ -53,6 +53,19 @@ def save_checkpoint(run, name: str, payload: dict[str, Any], meta: dict[str, Any
                                            "meta": f"checkpoints/{name}.json",
                                            "steps": meta["steps"]})
     return final
+
+
+def on_cpu(data):
+    """``data`` with every tensor in it moved to the CPU: a checkpoint of a run on CUDA loads
+    on a machine without one, with or without ``map_location``."""
+    import torch
+    if isinstance(data, torch.Tensor):
+        return data.cpu()
+    if isinstance(data, dict):
+        return {k: on_cpu(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return type(data)(on_cpu(v) for v in data)
+    return data
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:

@@ -70,7 +70,8 @@ def sample_masked(logits, mask, generator):
 
     logp_all = torch.log_softmax(torch.where(mask, logits, NEG), dim=-1)
     cdf = (logp_all.clamp(min=LOGP_FLOOR).exp_() * mask).cumsum_(dim=-1)
-    u = torch.rand((len(cdf), 1), generator=generator, device=cdf.device)
+    # drawn where the generator is (the CPU), so a run on CUDA samples the CPU run's uniforms
+    u = torch.rand((len(cdf), 1), generator=generator).to(cdf.device)
     u *= cdf[:, -1:] * (1.0 - 2.0 ** -20)  # strictly below the total after rounding
     actions = (cdf <= u).sum(dim=-1)
     return actions, logp_all.gather(1, actions[:, None])[:, 0]
