@@ -431,3 +431,14 @@ def test_a_person_leaving_simulate_or_tournament_stops_cleanly(tmp_path):
     assert res.stderr.splitlines()[-2:] == [
         "arschloch tournament: you left the game; stopped before the end",
         f"record: none written to {str(tmp_path / 't.jsonl')!r} (no match finished)"]
+
+
+def test_tournament_refuses_a_directory_where_a_results_file_goes(tmp_path):
+    """A directory named like a results file in --out fails before the games, not with a
+    traceback after them."""
+    out = tmp_path / "t"
+    (out / "results.json").mkdir(parents=True)
+    failed(cli("tournament", "--bots", "greedy", "random", "--deals", "1", "--jobs", "1",
+               "--out", str(out), "--no-progress"), 2,
+           "arschloch tournament: error:", f"{str(out / 'results.json')!r} is not a file")
+    assert [p.name for p in out.iterdir()] == ["results.json"]

@@ -67,6 +67,19 @@ def _check_record(record: str, out: str, inputs: dict[str, list[str]]) -> None:
                        f"any name in --out but {', '.join(FILES)}")
 
 
+def _check_results_paths(out: str, with_plots: bool) -> None:
+    """A directory (or anything but a file) where a results file goes fails now, not after
+    the games."""
+    from train.report import FILES
+
+    names = FILES if with_plots else [n for n in FILES if not n.endswith(".png")]
+    for name in names:
+        path = Path(out) / name
+        if path.exists() and not path.is_file():
+            raise CliError(f"--out {out!r}: {str(path)!r} is not a file, so the results "
+                           f"cannot be written there; move it away or give another --out")
+
+
 def _cmd_tournament(args: argparse.Namespace) -> int:
     from train.report import text_report, write_outputs
     from train.tournament import TournamentError, run_tournament
@@ -74,6 +87,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     overrides = overrides_from_args(args)
     out = args.out or f"runs/tournament/{time.strftime('%Y%m%d-%H%M%S')}"
     check_out_dir(out)
+    _check_results_paths(out, with_plots=not args.no_plots)
     if args.record:
         _check_record(args.record, out, input_paths(args.rules, "--bots", args.bots))
     try:
