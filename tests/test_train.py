@@ -1088,6 +1088,28 @@ def test_output_paths_that_cannot_be_written_are_refused_first(tmp_path, smoke_r
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "afile"]
 
 
+def test_curves_never_overwrite_a_file_of_the_run(tmp_path):
+    """--out inside the run directory may name a PNG (written again on every call), never a
+    file the run keeps (its config.yaml, a checkpoint)."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    run = tmp_path / "run"
+    run.mkdir()
+    config = run / "config.yaml"
+    config.write_text(yaml.safe_dump(load_config(SMOKE).to_dict()))
+    before = config.read_bytes()
+    with SummaryWriter(str(run / "tb" / "ppo_1")) as w:
+        for step in (100, 200):
+            w.add_scalar("rollout/ep_rew_mean", 0.1, step)
+    res = cli("curves", run, "--out", config)
+    assert res.returncode == 2 and "would overwrite config.yaml of the run" in res.stderr, \
+        res.stderr[-2000:]
+    assert "Traceback" not in res.stderr and config.read_bytes() == before
+    for _ in range(2):
+        res = cli("curves", run, "--out", run / "curves.png")
+        assert res.returncode == 0, res.stderr[-2000:]
+
+
 def test_a_script_that_trains_without_a_main_guard_is_told_so(tmp_path):
     """The env workers import the script again; training there must say what to do, not that
     another trainer holds the run directory."""
