@@ -442,3 +442,20 @@ def test_tournament_refuses_a_directory_where_a_results_file_goes(tmp_path):
                "--out", str(out), "--no-progress"), 2,
            "arschloch tournament: error:", f"{str(out / 'results.json')!r} is not a file")
     assert [p.name for p in out.iterdir()] == ["results.json"]
+
+
+def test_train_help_names_every_field_a_resume_may_change():
+    """--resume's help and the README name the fields of train.config.RESUMABLE (in words for
+    the learning rate, intervals and threads)."""
+    from train.config import RESUMABLE
+
+    words = {"ppo.learning_rate": "the learning rate", "ppo.lr_final": "the learning rate",
+             "checkpoint_every": "checkpoint and snapshot intervals",
+             "league.snapshot_every": "checkpoint and snapshot intervals",
+             "torch_threads": "threads", "vec.collect_threads": "threads",
+             "vec.engine_threads": "threads"}
+    text = " ".join(ok(cli("train", "--help")).stdout.split())
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    for field in RESUMABLE:
+        assert words.get(field, field) in text, field
+        assert words.get(field, f"`{field}`") in readme, field
