@@ -559,12 +559,19 @@ def _cmd_play(args: argparse.Namespace) -> int:
         CliError, check_support, input_paths, match_seed, open_record, overrides_from_args,
         rules_from_args,
     )
-    from arschloch_env.rules import names_num_players
+    from arschloch_env.rules import RulesError, names_num_players
 
-    if args.players is None and len(args.bots) > 1 and not names_num_players(
-            args.rules, overrides_from_args(args)):
+    counted = args.players is None and len(args.bots) > 1 and not names_num_players(
+        args.rules, overrides_from_args(args))
+    if counted:
         args.players = len(args.bots) + 1
-    rules = rules_from_args(args)
+    try:
+        rules = rules_from_args(args)
+    except RulesError as exc:
+        if counted and str(exc).startswith("num_players:"):
+            raise CliError(f"--bots: {len(args.bots)} bots, one per other seat, and you make a "
+                           f"table of {args.players} players; {exc}") from None
+        raise
     n = rules.num_players
     specs = args.bots * (n - 1) if len(args.bots) == 1 else args.bots
     if len(specs) != n - 1:

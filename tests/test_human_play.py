@@ -334,6 +334,14 @@ def test_play_keeps_the_table_size_of_a_rules_file(tmp_path, capsys):
     assert "3 bot(s) for the 4 other seats" in capsys.readouterr().err
 
 
+def test_play_says_a_table_too_big_comes_from_counting_the_bots(capsys):
+    from arschloch_env.cli import main as cli_main
+
+    assert cli_main(["play", "--bots", *["random"] * 6]) == 2
+    assert ("--bots: 6 bots, one per other seat, and you make a table of 7 players; "
+            "num_players: 7 is not allowed" in capsys.readouterr().err)
+
+
 def test_the_hand_an_only_top_rank_exit_reveals_is_shown():
     """The rules reveal a hand that holds only top-rank cards; the narration names whose and
     which cards, as the engine took them out of play."""
