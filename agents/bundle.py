@@ -247,8 +247,7 @@ class BundleAgent:
             BundleError: observations or masks of another deck than the bundle's (their sizes
                 differ): a bundle is made for one rank order.
         """
-        x = np.asarray(observations, np.float32)
-        m = np.asarray(masks, np.int8)
+        x, m = numeric_inputs(str(self.path), observations, masks)
         width = x.shape[-1] if x.ndim else 0
         actions = m.shape[-1] if m.ndim else 0
         if (width, actions) != (self.observation_size, self.num_actions):
@@ -269,8 +268,23 @@ class BundleAgent:
                 f"bundle {str(self.path)!r}: act takes the AEC env's observation, a dict with "
                 f"'observation' and 'action_mask', got {type(observation).__name__}; for a "
                 f"vector and its mask call policy(observations, masks)")
-        action, _ = self.policy(observation["observation"][None], observation["action_mask"][None])
+        # policy() takes one row as well as a batch, and lists (a JSON-decoded observation)
+        action, _ = self.policy(observation["observation"], observation["action_mask"])
         return int(action[0])
+
+
+def numeric_inputs(where: str, observations: Any, masks: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Observations as float32 and masks as int8 arrays.
+
+    Raises:
+        BundleError: either holds something other than numbers in rows of equal length
+            (None, text, ragged lists), which numpy would refuse with its own error.
+    """
+    try:
+        return np.asarray(observations, np.float32), np.asarray(masks, np.int8)
+    except (TypeError, ValueError) as exc:
+        raise BundleError(f"bundle {where!r}: observations and masks must be numbers, a row "
+                          f"or rows of equal length (arrays or lists): {exc}") from None
 
 
 def load_bundle(path: str | Path) -> BundleAgent:

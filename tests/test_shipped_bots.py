@@ -113,6 +113,27 @@ def test_bundle_policy_takes_lists():
     assert np.array_equal(arrays[0], lists[0]) and np.allclose(arrays[1], lists[1])
 
 
+def test_bundle_act_takes_a_json_decoded_observation_and_names_a_non_numeric_one():
+    """A game server's observation arrives as JSON: lists, not arrays. Values that are no
+    numbers are a BundleError, not numpy's or a TypeError from indexing a list."""
+    import json as json_module
+
+    import arschloch_env
+    from agents.bundle import BundleError, load_bundle
+
+    env = arschloch_env.env(rules="culo", num_players=4)
+    env.reset(seed=0)
+    o = env.observe(env.agent_selection)
+    bot = load_bundle(ROOT / "bots" / "ppo_vec_culo_expert")
+    decoded = json_module.loads(json_module.dumps({k: v.tolist() for k, v in o.items()}))
+    assert bot.act(decoded, None) == bot.act(o, None)
+    with pytest.raises(BundleError, match="observations and masks must be numbers"):
+        bot.act({"observation": "abc", "action_mask": decoded["action_mask"]}, None)
+    with pytest.raises(BundleError, match="observations and masks must be numbers"):
+        bot.policy([decoded["observation"], decoded["observation"][:-1]],
+                   [decoded["action_mask"]] * 2)
+
+
 def test_bundle_takes_a_rules_object_and_names_a_bare_vector():
     from agents.bundle import BundleError, load_bundle
     from arschloch_env.engine import Game
