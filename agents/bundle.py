@@ -245,7 +245,7 @@ class BundleAgent:
 
         Raises:
             BundleError: observations or masks of another deck than the bundle's (their sizes
-                differ): a bundle is made for one rank order.
+                differ): a bundle is made for one rank order; or not one mask per observation.
         """
         x, m = numeric_inputs(str(self.path), observations, masks)
         width = x.shape[-1] if x.ndim else 0
@@ -255,6 +255,11 @@ class BundleAgent:
                 f"bundle {str(self.path)!r}: given observations of {width} values and masks of "
                 f"{actions} actions; it plays {self.observation_size} and {self.num_actions} "
                 f"(the deck of rank order {''.join(self.manifest['rules']['rank_order'])})")
+        # onnxruntime would fail inside the graph, with a message about broadcasting
+        if x.shape[:-1] != m.shape[:-1]:
+            raise BundleError(f"bundle {str(self.path)!r}: given observations of shape "
+                              f"{list(x.shape)} and masks of shape {list(m.shape)}; give one "
+                              f"mask per observation")
         x = np.ascontiguousarray(x.reshape(-1, x.shape[-1])[:, :self.input_size])
         action, logits = self.session.run(["action", "logits"], {
             "observation": x,

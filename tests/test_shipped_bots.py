@@ -134,6 +134,19 @@ def test_bundle_act_takes_a_json_decoded_observation_and_names_a_non_numeric_one
                    [decoded["action_mask"]] * 2)
 
 
+def test_bundle_policy_needs_one_mask_per_observation():
+    import arschloch_env
+    from agents.bundle import BundleError, load_bundle
+
+    env = arschloch_env.env(rules="culo", num_players=4)
+    env.reset(seed=0)
+    o = env.observe(env.agent_selection)
+    bot = load_bundle(ROOT / "bots" / "ppo_vec_culo_expert")
+    with pytest.raises(BundleError, match=r"observations of shape \[3, 413\] and masks of "
+                                          r"shape \[2, 49\]; give one mask per observation"):
+        bot.policy(np.stack([o["observation"]] * 3), np.stack([o["action_mask"]] * 2))
+
+
 def test_bundle_takes_a_rules_object_and_names_a_bare_vector():
     from agents.bundle import BundleError, load_bundle
     from arschloch_env.engine import Game
