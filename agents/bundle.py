@@ -245,7 +245,8 @@ class BundleAgent:
 
         Raises:
             BundleError: observations or masks of another deck than the bundle's (their sizes
-                differ): a bundle is made for one rank order; or not one mask per observation.
+                differ): a bundle is made for one rank order; not one mask per observation;
+                or a mask that is not 0/1 or has no legal action.
         """
         x, m = numeric_inputs(str(self.path), observations, masks)
         width = x.shape[-1] if x.ndim else 0
@@ -263,7 +264,7 @@ class BundleAgent:
         x = np.ascontiguousarray(x.reshape(-1, x.shape[-1])[:, :self.input_size])
         action, logits = self.session.run(["action", "logits"], {
             "observation": x,
-            "action_mask": m.reshape(-1, actions)})
+            "action_mask": legal_masks(str(self.path), m.reshape(-1, actions))})
         return action, logits
 
     def act(self, observation: dict, view: dict | None) -> int:
@@ -279,17 +280,40 @@ class BundleAgent:
 
 
 def numeric_inputs(where: str, observations: Any, masks: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Observations as float32 and masks as int8 arrays.
+    """Observations as float32 and masks as arrays (checked by :func:`legal_masks`).
 
     Raises:
         BundleError: either holds something other than numbers in rows of equal length
             (None, text, ragged lists), which numpy would refuse with its own error.
     """
     try:
-        return np.asarray(observations, np.float32), np.asarray(masks, np.int8)
+        x, m = np.asarray(observations, np.float32), np.asarray(masks)
+        if m.dtype.kind not in "biuf":
+            raise ValueError(f"masks of dtype {m.dtype}")
+        return x, m
     except (TypeError, ValueError) as exc:
         raise BundleError(f"bundle {where!r}: observations and masks must be numbers, a row "
                           f"or rows of equal length (arrays or lists): {exc}") from None
+
+
+def legal_masks(where: str, masks: np.ndarray) -> np.ndarray:
+    """Masks [N, A] as the graph's int8, checked first: the int8 cast would turn 0.5 or 256
+    into 0, and the graph's ArgMax over a row with no legal action answers 0, an illegal
+    pass, with no word of the mistake.
+
+    Raises:
+        BundleError: a value other than 0 and 1, or a row with no legal action.
+    """
+    if not ((masks == 0) | (masks == 1)).all():
+        found = masks[(masks != 0) & (masks != 1)].flat[0].item()
+        raise BundleError(f"bundle {where!r}: mask values must be 0 or 1 (1 for a legal "
+                          f"action), found {found!r}")
+    empty = np.flatnonzero(~masks.any(axis=1))
+    if len(empty):
+        raise BundleError(f"bundle {where!r}: mask row(s) {empty[:5].tolist()} have no legal "
+                          f"action (all 0): only the seat to act has legal actions, the AEC "
+                          f"env gives the others an all-zero mask")
+    return masks.astype(np.int8)
 
 
 def load_bundle(path: str | Path) -> BundleAgent:

@@ -147,6 +147,31 @@ def test_bundle_policy_needs_one_mask_per_observation():
         bot.policy(np.stack([o["observation"]] * 3), np.stack([o["action_mask"]] * 2))
 
 
+@pytest.mark.parametrize("mask, message", [
+    ("zeros", r"mask row\(s\) \[0\] have no legal action \(all 0\)"),
+    ("halves", r"mask values must be 0 or 1 \(1 for a legal action\), found 0.5"),
+    ("256", r"mask values must be 0 or 1 \(1 for a legal action\), found 256"),
+])
+def test_bundle_refuses_a_mask_that_would_make_it_answer_an_illegal_action(mask, message):
+    """The graph's ArgMax over a row with no legal action answers 0 (pass), and the int8
+    cast turns 0.5 or 256 into 0: each would be an illegal action returned without a word."""
+    import arschloch_env
+    from agents.bundle import BundleError, load_bundle
+
+    env = arschloch_env.env(rules="culo", num_players=4)
+    env.reset(seed=0)
+    o = env.observe(env.agent_selection)
+    assert o["action_mask"][0] == 0  # the leader of the first trick may not pass
+    given = {"zeros": np.zeros(49, np.int8), "halves": o["action_mask"] * 0.5,
+             "256": o["action_mask"].astype(np.int64) * 256}[mask]
+    bot = load_bundle(ROOT / "bots" / "ppo_vec_culo_expert")
+    with pytest.raises(BundleError, match=message):
+        bot.act({"observation": o["observation"], "action_mask": given}, None)
+    assert o["action_mask"][bot.act(o, None)] == 1
+    assert bot.act({"observation": o["observation"],
+                    "action_mask": o["action_mask"].astype(bool)}, None) == bot.act(o, None)
+
+
 def test_bundle_takes_a_rules_object_and_names_a_bare_vector():
     from agents.bundle import BundleError, load_bundle
     from arschloch_env.engine import Game
