@@ -246,7 +246,8 @@ class BundleAgent:
         Raises:
             BundleError: observations or masks of another deck than the bundle's (their sizes
                 differ): a bundle is made for one rank order; not one mask per observation;
-                or a mask that is not 0/1 or has no legal action.
+                a mask that is not 0/1 or has no legal action; or a NaN or infinite
+                observation value.
         """
         x, m = numeric_inputs(str(self.path), observations, masks)
         width = x.shape[-1] if x.ndim else 0
@@ -262,6 +263,11 @@ class BundleAgent:
                               f"{list(x.shape)} and masks of shape {list(m.shape)}; give one "
                               f"mask per observation")
         x = np.ascontiguousarray(x.reshape(-1, x.shape[-1])[:, :self.input_size])
+        # NaN logits make the graph's ArgMax answer 0 whatever the mask: an illegal action
+        if not np.isfinite(x).all():
+            raise BundleError(f"bundle {str(self.path)!r}: observation row(s) "
+                              f"{np.flatnonzero(~np.isfinite(x).all(axis=1))[:5].tolist()} "
+                              f"hold NaN or infinite values; an observation is finite")
         action, logits = self.session.run(["action", "logits"], {
             "observation": x,
             "action_mask": legal_masks(str(self.path), m.reshape(-1, actions))})

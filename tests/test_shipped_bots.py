@@ -172,6 +172,22 @@ def test_bundle_refuses_a_mask_that_would_make_it_answer_an_illegal_action(mask,
                     "action_mask": o["action_mask"].astype(bool)}, None) == bot.act(o, None)
 
 
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_bundle_refuses_an_observation_that_is_not_finite(value):
+    """NaN logits make the graph's ArgMax answer 0, a pass, even where passing is illegal."""
+    import arschloch_env
+    from agents.bundle import BundleError, load_bundle
+
+    env = arschloch_env.env(rules="culo", num_players=4)
+    env.reset(seed=0)
+    o = env.observe(env.agent_selection)
+    bot = load_bundle(ROOT / "bots" / "ppo_vec_culo_expert")
+    rows = np.stack([o["observation"]] * 2)
+    rows[1, 5] = value
+    with pytest.raises(BundleError, match=r"observation row\(s\) \[1\] hold NaN or infinite"):
+        bot.policy(rows, np.stack([o["action_mask"]] * 2))
+
+
 def test_bundle_takes_a_rules_object_and_names_a_bare_vector():
     from agents.bundle import BundleError, load_bundle
     from arschloch_env.engine import Game
