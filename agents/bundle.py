@@ -97,6 +97,7 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     obs = manifest["observation"]
     rank_order = manifest["rules"]["rank_order"]
     ours, theirs = layout_signature(len(rank_order)), obs.get("layout")
+    check_layout_deck(str(root), theirs, rank_order)
     # Layout versions only append slices: a bundle of an earlier version reads the leading
     # part of the observation (BundleAgent.policy), which is what it was trained on.
     if not (isinstance(theirs, list) and theirs and theirs == ours[:len(theirs)]
@@ -116,6 +117,21 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
         raise BundleError(f"bundle {str(root)!r}: {policy.name} is damaged (its sha256 does "
                           f"not match the manifest)")
     return manifest
+
+
+def check_layout_deck(where: str, layout: Any, rank_order: list) -> None:
+    """Raises BundleError where ``layout`` is this kit's layout of another deck than
+    ``rank_order``'s (rules edited by hand, or copied from another bundle): else its slices'
+    shapes differ from the rules' deck and the refusal would blame the layout version."""
+    try:
+        deck = int(layout[0][1][0])  # "hand" comes first, of shape [ranks, 4]
+    except (TypeError, ValueError, IndexError, KeyError):
+        return
+    if deck in (8, 13) and deck != len(rank_order) \
+            and layout == layout_signature(deck)[:len(layout)]:
+        raise BundleError(f"bundle {where!r}: manifest.json disagrees with itself: "
+                          f"observation.layout is of a deck of {deck} ranks, rules.rank_order "
+                          f"of {len(rank_order)}; re-export it from its checkpoint")
 
 
 def check_sizes(where: str, manifest: dict[str, Any]) -> None:

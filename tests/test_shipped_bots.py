@@ -264,6 +264,21 @@ def test_an_inconsistent_manifest_is_refused_at_load_naming_the_field(tmp_path, 
         load_bundle(edited_copy(tmp_path, edit))
 
 
+def test_a_manifest_whose_rules_are_of_another_deck_than_its_layout_says_so(tmp_path):
+    """Rules of 13 ranks over the culo bundle's 8-rank layout: the layout is of the current
+    version, so the refusal names the deck, not the version."""
+    from agents.bundle import BundleError, load_bundle
+    from arschloch_env.rules import make_rules
+
+    def tavern_rules(manifest):
+        manifest.update(rules=make_rules("tavern", 4).to_dict(), presets=["tavern"])
+
+    with pytest.raises(BundleError, match="manifest.json disagrees with itself: "
+                                          "observation.layout is of a deck of 8 ranks, "
+                                          "rules.rank_order of 13"):
+        load_bundle(edited_copy(tmp_path, tavern_rules))
+
+
 def test_a_graph_of_another_action_count_is_refused_at_load(tmp_path):
     from agents.bundle import BundleError, file_sha256, load_bundle
     from agents.mlp import MLP
