@@ -91,6 +91,8 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
              for k, t in sections.items() if not isinstance(manifest.get(k), t)]
     if not wrong and not isinstance(manifest["rules"].get("rank_order"), list):
         wrong = ["rules.rank_order (expected a list of ranks)"]
+    if not wrong and not is_file_entry(manifest["policy"]):
+        wrong = [f"policy ({FILE_ENTRY})"]
     if wrong:
         raise BundleError(f"bundle {str(root)!r}: manifest.json is damaged: missing or wrong "
                           f"{', '.join(wrong)}; re-export it from its checkpoint")
@@ -110,13 +112,24 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
                           f"{manifest['actions'].get('version')!r}, this kit has "
                           f"{ACTION_ENCODING_VERSION}")
     check_sizes(str(root), manifest)
-    policy = root / str(manifest["policy"].get("file", "policy.onnx"))
+    policy = root / manifest["policy"]["file"]
     if not policy.is_file():
         raise BundleError(f"bundle {str(root)!r}: policy file {policy.name} is missing")
     if file_sha256(policy) != manifest["policy"].get("sha256"):
         raise BundleError(f"bundle {str(root)!r}: {policy.name} is damaged (its sha256 does "
                           f"not match the manifest)")
     return manifest
+
+
+FILE_ENTRY = "expected a JSON object with file, a file name in the bundle, and sha256"
+
+
+def is_file_entry(entry: Any) -> bool:
+    """A manifest's entry of a file: its name, of a file in the bundle directory itself, and
+    its sha256."""
+    return (isinstance(entry, dict) and isinstance(entry.get("file"), str)
+            and isinstance(entry.get("sha256"), str)
+            and entry["file"] not in ("", ".", "..") and Path(entry["file"]).name == entry["file"])
 
 
 def check_layout_deck(where: str, layout: Any, rank_order: list) -> None:
@@ -360,10 +373,9 @@ def load_torch_program(path: str | Path):
 
     root = Path(path)
     entry = read_manifest(root)["policy"].get("torch")
-    if entry is not None and not (isinstance(entry, dict) and isinstance(entry.get("file"), str)
-                                  and isinstance(entry.get("sha256"), str)):
+    if entry is not None and not is_file_entry(entry):
         raise BundleError(f"bundle {str(root)!r}: manifest.json is damaged: policy.torch "
-                          f"(expected a JSON object with file and sha256); re-export it")
+                          f"({FILE_ENTRY}); re-export it")
     program = root / (entry["file"] if entry else "policy.pt2")
     if not program.is_file():
         raise BundleError(f"bundle {str(root)!r}: no {program.name} (export it with --torch)")

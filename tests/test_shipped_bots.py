@@ -227,6 +227,23 @@ def test_a_manifest_with_a_damaged_section_says_which(tmp_path, section, value):
         load_bundle(bundle)
 
 
+@pytest.mark.parametrize("entry", [
+    {"sha256": "0" * 64}, {"file": "policy.onnx"}, {"file": "/etc/passwd", "sha256": "0"},
+    {"file": "../policy.onnx", "sha256": "0"}, {"file": "..", "sha256": "0"},
+], ids=["no-file", "no-sha256", "absolute", "outside", "dot-dot"])
+def test_a_policy_entry_without_its_file_and_checksum_or_outside_the_bundle_is_refused(
+        tmp_path, entry):
+    """Each policy file is named by a file of the bundle directory and its sha256; anything
+    else is a damaged manifest (not a KeyError at load, nor a file read from elsewhere)."""
+    from agents.bundle import BundleError, load_bundle
+
+    bundle = edited_copy(tmp_path, lambda m: m.update(policy=entry))
+    with pytest.raises(BundleError, match=r"manifest.json is damaged: missing or wrong policy "
+                                          r"\(expected a JSON object with file, a file name "
+                                          r"in the bundle, and sha256\)"):
+        load_bundle(bundle)
+
+
 def edited_copy(tmp_path: Path, edit) -> Path:
     """A copy of the shipped culo bundle (layout version 2: 413 values, 49 actions) whose
     manifest ``edit(manifest)`` has changed by hand."""
