@@ -188,6 +188,12 @@ class MCAgent:
         self._encoder: Encoder | None = None
         self._progress: tuple[slice, np.ndarray] | None = None
 
+    def supports(self, rules: dict) -> bool:
+        """Every rule set, or with a policy the rules it plays (a bundle's manifest): a
+        tournament then refuses other rules before any game, not inside a worker."""
+        supports = getattr(self.policy, "supports", None)
+        return supports is None or bool(supports(rules))
+
     def reset(self, rules: dict, seat: int, seed: int | None = None) -> None:
         self.knowledge.reset(rules, seat)
         self.rng = np.random.default_rng(seed)

@@ -302,6 +302,21 @@ def _policy_top(bundle, observation, k):
     return sorted(legal, key=lambda a: -logits[0][a])[:k]
 
 
+def test_mc_over_a_policy_supports_the_policys_rules_only():
+    """A tournament asks supports() before any game: mc over a culo bundle refuses tavern
+    there, not at reset inside a worker."""
+    from agents.bundle import load_bundle
+    from train.tournament import TournamentError, run_tournament
+
+    bundle = load_bundle("bots/ppo_vec_culo_expert")
+    mc = MCAgent(policy=bundle)
+    assert MCAgent().supports(make_rules("tavern", 4).to_dict())
+    assert mc.supports(make_rules("culo", 4).to_dict())
+    assert not mc.supports(make_rules("tavern", 4).to_dict())
+    with pytest.raises(TournamentError, match="does not support"):
+        run_tournament("tavern", [mc, "expert"], deals=1, seed=1, players=4)
+
+
 @pytest.mark.parametrize("n", [3, 4])
 def test_mc_over_a_policy_searches_only_its_top_moves(n):
     from agents.bundle import load_bundle
