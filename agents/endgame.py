@@ -173,8 +173,10 @@ class Solver:
                     order.append(move)
                 if win:
                     score[move] += w
-        best = max(order, key=lambda m: score[m], default=None)
-        if best is None or score[best] == 0:
+        if not order:
+            return False
+        best = max(order, key=lambda m: score[m])  # None is the pass, a move like any other
+        if score[best] == 0:
             return False
         return best
 

@@ -359,3 +359,22 @@ def test_an_act_cards_answer_of_another_shape_names_the_agent(answer):
     with pytest.raises(AgentError, match=r"agent 'odd' in player_\d chose an illegal action: "
                                          r"act_cards must return \(action, cards or None\)"):
         agent_step(CardsOfAnotherKind(answer), game, Encoder(game.R))
+
+
+def test_endgame_under_unknown_face_down_cards_can_answer_pass():
+    """best_move_uncertain answers as best_move does, a pass (None) included: it took the
+    pass for "no move wins" and the expert then played on where only a pass wins."""
+    mine, other = (1, 0, 1, 0, 0, 0, 0, 1), (1, 0, 0, 1, 0, 0, 0, 0)  # 7 9 A vs 7 10
+    solver = Solver(8, True)
+    assert solver.best_move(mine, other, 3, 1, answer=True) is None
+    # the other hand is known to be 2 of exactly these 2 cards: the same position
+    assert solver.best_move_uncertain(mine, other, 2, 3, 1, answer=True) is None
+    # the single 10 lies by a seat now out; one card (a 9) lies face down, not played
+    rules = make_rules("culo", num_players=3, rounds=1)
+    g = _race(rules, list(mine), list(other), (3, 1), table_seat=2)
+    g.gone[2] -= 1
+    g.played[2] -= 1
+    g.face_down[2] = 0b1000
+    c = expert.ctx_from_game(g, params=expert.DEFAULT)
+    assert c.fd_unknown == 1
+    assert expert.decide(c) == 0
