@@ -76,6 +76,7 @@ def test_both_trainers_take_a_device(config):
 
     from train.config import resume_config
     assert load_config(config, ["device=auto"]).device == "auto"
+    assert load_config(config, ["device=cpu:0"]).device == "cpu:0"
     if not torch.cuda.is_available():
         with pytest.raises(ConfigError, match="device: 'cuda', but torch finds no CUDA device"):
             load_config(config, ["device=cuda"])

@@ -393,7 +393,7 @@ def check_device(cfg: TrainConfig) -> None:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"device: {cfg.device!r}, but torch finds no CUDA device here; use "
                           f"device: cpu (or auto, which takes CUDA where there is one)")
-    if device.index is not None and device.index >= torch.cuda.device_count():
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
         raise ConfigError(f"device: {cfg.device!r}, but torch finds "
                           f"{torch.cuda.device_count()} CUDA device(s) here (cuda:0 ..)")
 
