@@ -92,6 +92,31 @@ class VectorActionError(IllegalActionError):
         self.game = game
 
 
+def check_seed(seed: Any, num_games: int) -> None:
+    """Refuses a seed that :class:`VectorGame` cannot seed ``num_games`` games with (see its
+    ``seed`` argument), so that an adapter can refuse it when given, not at a later reset.
+
+    Raises:
+        ValueError: naming the seed and what is allowed.
+    """
+    if seed is None:
+        return
+    if is_integer(seed):
+        if seed < 0:
+            raise ValueError(f"seed {seed}: must be a non-negative integer")
+        if seed >= 2**63:
+            raise ValueError(f"seed {seed}: must be below 2**63")
+        return
+    try:
+        games = np.asarray(seed)
+    except Exception:  # noqa: BLE001 - reported below
+        games = np.asarray([])
+    if games.shape != (num_games,) or games.dtype.kind not in "iu" or (games < 0).any() \
+            or (games.astype(np.uint64) >= 2**63).any():
+        raise ValueError(f"seed: expected an int or a sequence of {num_games} non-negative "
+                         f"integers below 2**63 (one series seed per game), got {seed!r:.80}")
+
+
 class VectorGame:
     """B matches of Arschloch under one rules object, stepped together.
 
@@ -188,24 +213,12 @@ class VectorGame:
         B = self.num_games
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(1)[0])
+        check_seed(seed, B)
         if is_integer(seed):
-            if seed < 0:
-                raise ValueError(f"seed {seed}: must be a non-negative integer")
-            if seed >= 2**63:
-                raise ValueError(f"seed {seed}: must be below 2**63")
             games = np.empty(B, np.int64)
             vr.series_seeds(int(seed), games, np.zeros(vr.NRNG, np.uint64))
         else:
-            try:
-                games = np.asarray(seed)
-            except Exception:  # noqa: BLE001 - reported below
-                games = np.asarray([])
-            if games.shape != (B,) or games.dtype.kind not in "iu" or (games < 0).any() \
-                    or (games.astype(np.uint64) >= 2**63).any():
-                raise ValueError(f"seed: expected an int or a sequence of {B} non-negative "
-                                 f"integers below 2**63 (one series seed per game), got "
-                                 f"{seed!r:.80}")
-            games = games.astype(np.int64)
+            games = np.asarray(seed).astype(np.int64)
         self._rng[:, vr.GSEED] = games.astype(np.uint64)
         # the action sampler's streams: independent of the deals
         self._rng[:, vr.SAMP] = (games.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
@@ -570,4 +583,4 @@ class _Whole:
         self.array = array
 
 
-__all__ = ["VectorGame", "VectorActionError", "REWARD_MODES", "PHASE_NAMES"]
+__all__ = ["VectorGame", "VectorActionError", "REWARD_MODES", "PHASE_NAMES", "check_seed"]

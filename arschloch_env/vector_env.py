@@ -57,7 +57,7 @@ from arschloch_env.engine import Game, player_name
 from arschloch_env.observation import Encoder
 from arschloch_env.rules import Rules, is_integer
 from arschloch_env.single import LEARNER_LABEL
-from arschloch_env.vector import VectorActionError, VectorGame
+from arschloch_env.vector import VectorActionError, VectorGame, check_seed
 from arschloch_env.view import public_view
 
 Opponent = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -257,9 +257,15 @@ class ArschlochVecEnv(VecEnv):
 
     def seed(self, seed: int | None = None) -> Sequence[int | None]:
         """The seed of the next :meth:`reset` (games and seat draws); ``None`` draws one, as
-        SB3's ``VecEnv.seed`` does."""
+        SB3's ``VecEnv.seed`` does.
+
+        Raises:
+            ValueError: a seed the games cannot take (as ``VectorGame``'s ``seed``), refused
+                here: at the reset it would fail, and the seed asked for would be lost.
+        """
         if seed is None:
             seed = int(np.random.randint(0, np.iinfo(np.uint32).max, dtype=np.uint32))
+        check_seed(seed, self.num_envs)
         self._next_seed = seed
         return [seed] * self.num_envs
 

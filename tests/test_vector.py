@@ -561,6 +561,20 @@ def test_vec_env_keeps_sb3_vec_env_contracts():
         env.set_options({"match_index": 3})
 
 
+@pytest.mark.parametrize("bad", [-1, 2**63, "a", 1.5, [1, 2]])
+def test_vec_env_refuses_a_bad_seed_when_given(bad):
+    """seed() refuses what the games cannot be seeded with, and keeps the seed asked for
+    before: taken, it made the next reset fail with numpy's words and lost that seed."""
+    from arschloch_env.vector_env import ArschlochVecEnv
+    env, twin = (ArschlochVecEnv("culo", 4, num_envs=3, seed=1) for _ in range(2))
+    env.seed(5)
+    twin.seed(5)
+    with pytest.raises(ValueError, match="seed"):
+        env.seed(bad)
+    assert np.array_equal(env.reset(), twin.reset())
+    assert env.seats.tolist() == twin.seats.tolist()
+
+
 def test_vec_env_records_name_the_agents(tmp_path):
     """The record of every match names the learner's seat of that match and the opponent."""
     from arschloch_env.vector_env import ArschlochVecEnv
