@@ -185,12 +185,8 @@ class ArschlochVecEnv(VecEnv):
         self.game = VectorGame(rules, num_players, num_envs, seed=seed, record_path=record_path,
                                record_games=record_games, reward=reward, threads=threads,
                                **overrides)
-        n = self.game.n
-        if seat is not None and not (is_integer(seat) and 0 <= seat < n):
-            raise ValueError(f"seat {seat!r} is not a seat of a {n}-player table (0..{n - 1} "
-                             f"or None for a seat drawn per match)")
         self.rules = self.game.rules
-        self.fixed_seat = None if seat is None else int(seat)
+        self.fixed_seat = self._checked_seat(seat)
         self.opponent = batched_opponent(opponent, self.rules)
         from agents.base import agent_label
         self.opponent_label = agent_label(opponent)
@@ -290,6 +286,8 @@ class ArschlochVecEnv(VecEnv):
         if attr_name in ("opponent", "game", "rules", *self.PER_GAME):
             raise ValueError(f"set_attr({attr_name!r}): fixed when the env is made; make a "
                              f"new ArschlochVecEnv to change it")
+        if attr_name == "fixed_seat":  # a seat off the table would break the next match
+            value = self._checked_seat(value)
         setattr(self, attr_name, value)
 
     def set_options(self, options: list[dict] | dict | None = None) -> None:
@@ -321,6 +319,15 @@ class ArschlochVecEnv(VecEnv):
         learner = int(self.seats[game])
         return {player_name(s): LEARNER_LABEL if s == learner else self.opponent_label
                 for s in range(self.game.n)}
+
+    def _checked_seat(self, seat: Any) -> int | None:
+        """The learner's seat as an int (``None``: drawn per match), refused if it is not a
+        seat of the table."""
+        n = self.game.n
+        if seat is not None and not (is_integer(seat) and 0 <= seat < n):
+            raise ValueError(f"seat {seat!r} is not a seat of a {n}-player table (0..{n - 1} "
+                             f"or None for a seat drawn per match)")
+        return None if seat is None else int(seat)
 
     def _refuse_some_games(self, idx: list[int], call: str, what: str, do: str) -> None:
         """What all games share is set or called for all of them or none."""

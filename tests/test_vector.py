@@ -561,6 +561,26 @@ def test_vec_env_keeps_sb3_vec_env_contracts():
         env.set_options({"match_index": 3})
 
 
+def test_vec_env_set_attr_refuses_a_seat_off_the_table():
+    """set_attr("fixed_seat") is checked as the constructor's seat: seat 7 at four seats was
+    taken and broke the step that ended a match (an IndexError after the engine moved)."""
+    from arschloch_env.vector_env import ArschlochVecEnv
+    env = ArschlochVecEnv("culo", 4, num_envs=4, seed=1, seat=None, rounds=1)
+    env.reset()
+    for bad in (7, -1, 1.5, True):
+        with pytest.raises(ValueError, match=rf"seat {bad!r} is not a seat of a 4-player "
+                                             rf"table \(0..3"):
+            env.set_attr("fixed_seat", bad)
+    assert env.fixed_seat is None
+    env.set_attr("fixed_seat", np.int64(2))
+    assert type(env.fixed_seat) is int
+    rng = np.random.default_rng(0)
+    for _ in range(60):  # matches end, the learner now at seat 2
+        m = env.action_masks()
+        env.step((rng.random(m.shape) * m).argmax(1))
+    assert 2 in env.seats.tolist()
+
+
 @pytest.mark.parametrize("bad", [-1, 2**63, "a", 1.5, [1, 2]])
 def test_vec_env_refuses_a_bad_seed_when_given(bad):
     """seed() refuses what the games cannot be seeded with, and keeps the seed asked for
