@@ -225,7 +225,19 @@ class ArschlochVecEnv(VecEnv):
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
-        self._actions = np.asarray(actions).reshape(self.num_envs)
+        """Takes one action id per game, along the first axis (shape [num_envs], or
+        [num_envs, 1] as a policy may give them).
+
+        Raises:
+            VectorActionError: another shape (flattening one of the same size would hand
+                games each other's actions); the env is unchanged.
+        """
+        a = np.asarray(actions)
+        n = self.num_envs
+        if a.size != n or (a.ndim and a.shape[0] != n):
+            raise VectorActionError(f"actions: expected shape ({n},), one action id per game, "
+                                    f"got shape {a.shape}")
+        self._actions = a.reshape(n)
 
     def step_wait(self):
         if self._actions is None:

@@ -12,6 +12,7 @@ The first use compiles the numba kernels (cached in ``__pycache__`` afterwards).
 from __future__ import annotations
 
 import pickle
+import re
 from pathlib import Path
 
 import numpy as np
@@ -559,6 +560,24 @@ def test_vec_env_keeps_sb3_vec_env_contracts():
     env.set_options([{}] * 4)
     with pytest.raises(ValueError, match="reset takes no options"):
         env.set_options({"match_index": 3})
+
+
+def test_vec_env_refuses_actions_of_another_shape():
+    """One action per game along the first axis: 3 actions for 4 games were refused with
+    numpy's reshape error, and a 2x2 array was flattened into the games' actions."""
+    from arschloch_env.vector_env import ArschlochVecEnv
+    env, twin = (ArschlochVecEnv("culo", 4, num_envs=4, seed=1, seat=0) for _ in range(2))
+    env.reset()
+    twin.reset()
+    legal = env.action_masks().argmax(1)
+    for bad in (legal[:3], legal.reshape(2, 2), legal.reshape(1, 4), np.append(legal, 0)):
+        with pytest.raises(VectorActionError, match=r"expected shape \(4,\), one action id "
+                                                    r"per game, got shape "
+                                                    + re.escape(str(bad.shape))):
+            env.step(bad)
+    obs, rew, done, _ = env.step(legal.reshape(4, 1))  # a policy's column is fine
+    want = twin.step(legal)
+    assert np.array_equal(obs, want[0]) and np.array_equal(rew, want[1])
 
 
 def test_vec_env_set_attr_refuses_a_seat_off_the_table():
