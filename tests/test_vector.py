@@ -199,6 +199,35 @@ def test_differential_overrides(tmp_path, overrides):
     assert differential(tmp_path, rules, B=32, steps=500, seed=7) >= 20
 
 
+def _random_rules(rng: np.random.Generator):
+    """A preset at a random table size with every field overridden at random."""
+    from arschloch_env.cards import ALL_RANKS, SKAT_RANKS
+    give = int(rng.integers(0, 4))
+    overrides = dict(
+        deal="equal" if rng.random() < 0.7 else "all", leftover_swap=bool(rng.random() < 0.7),
+        first_leader=str(rng.choice(["lowest_club", "rotate"])),
+        no_finish_on_top=bool(rng.random() < 0.5), top_card_ends_trick=bool(rng.random() < 0.5),
+        exchange_cards=give, vice_exchange_cards=int(rng.integers(0, give + 1)),
+        exchange_cards_3p=int(rng.integers(0, 4)))
+    if rng.random() < 0.5:
+        overrides["rank_order"] = [str(r) for r in rng.permutation(
+            list(SKAT_RANKS if rng.random() < 0.5 else ALL_RANKS))]
+    if rng.random() < 0.5:
+        overrides["target_points"] = int(rng.integers(1, 7))
+    else:
+        overrides["rounds"] = int(rng.integers(1, 4))
+    return make_rules(str(rng.choice(sorted(PRESETS))), int(rng.integers(3, 7)), **overrides)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_differential_random_rules(tmp_path, seed):
+    """Random rule sets (every field at once): observations of the seat to act and of the
+    others, full states, masks and records in every phase, as under the presets."""
+    rules = _random_rules(np.random.default_rng(seed))
+    assert differential(tmp_path, rules, B=16, steps=300, seed=seed, check_every=2,
+                        check_state=True) >= 10, rules
+
+
 def test_differential_points_reward(tmp_path):
     rules = make_rules("culo-points", 5)
     assert differential(tmp_path, rules, B=32, steps=600, seed=3, reward="points") >= 20
