@@ -177,7 +177,9 @@ class Knowledge:
                     self.forced[partner] = held
         elif title in ("Arschloch", "Vice-Arschloch"):
             partner = roles.get("President" if title == "Arschloch" else "Vice-President")
-            held = (given - laid) - seen
+            # it gives first: a card its partner handed back is this seat's again, even
+            # once it is no longer in its hand (revealed when it went out)
+            held = (given - laid) - seen - received
             if partner is not None and partner != seat and held:
                 self.forced[partner] = held
         # The revealed top-rank cards: forced cards of seats that left without playing them

@@ -378,3 +378,30 @@ def test_endgame_under_unknown_face_down_cards_can_answer_pass():
     c = expert.ctx_from_game(g, params=expert.DEFAULT)
     assert c.fd_unknown == 1
     assert expert.decide(c) == 0
+
+
+def test_a_card_handed_back_in_the_exchange_is_not_pinned_on_the_partner():
+    """Culo, 4 players, seed 206: the Vice-Arschloch gives AS up and gets AS back, then goes
+    out with its aces revealed. Its knowledge must not pin AS on the Vice-President (nor
+    count an ace as unseen): every ace is gone."""
+    from arschloch_env.view import public_view
+
+    g = Game("culo", num_players=4, seed=206, auto_pass=True)
+    enc, rng = Encoder(g.R), np.random.default_rng(206)
+    ks = [Knowledge() for _ in range(4)]
+    for s, k in enumerate(ks):
+        k.reset(g.rules.to_dict(), s)
+    handed_back = False
+    while not g.is_over:
+        for s, k in enumerate(ks):
+            view = public_view(g, s)
+            k.update(view, enc.observation(g, s))
+            own = int(g.hands[s][g.top]).bit_count()
+            assert sum(c >> 2 == g.top for c in k.unseen) == 4 - own - g.gone[g.top], (
+                g.round, g.phase, s, k.forced)
+            handed_back |= bool(set(view["given"]) & set(view["received"]))
+        a = int(rng.choice(g.legal_actions()))
+        if g.phase in ("take", "lay"):
+            ks[g.current].note_action(a)
+        g.step(a)
+    assert handed_back
