@@ -1224,3 +1224,15 @@ def test_the_trainer_removes_the_unfinished_writes_of_a_killed_one(tmp_path):
     with run.lock():
         assert [p for p in left if p.exists()] == []
         assert all(p.exists() for p in whole)
+
+
+def test_the_last_rollouts_snapshot_is_in_the_final_checkpoint(tmp_path):
+    """A snapshot due at the final step joins the league before the final checkpoint (as in
+    ppo-vec): a run extended with --resume then has the pool an uninterrupted one has."""
+    from train.sb3_trainer import train
+    final = train(load_config(SMOKE, [
+        "total_steps=1024", "ppo.n_steps=256", "ppo.batch_size=256", "ppo.n_epochs=1",
+        "subproc=false", "n_envs=2", "eval.deals=2", "checkpoint_every=512",
+        "league.snapshot_every=512"]), tmp_path / "run", progress=False)
+    meta = json.loads(final.with_suffix(".json").read_text())
+    assert [s["steps"] for s in meta["league"]] == [512, 1024]

@@ -167,6 +167,11 @@ class TrainingLoop(BaseCallback):
         one is of this step and no evaluation came since)."""
         self.model = model
         steps = model.num_timesteps
+        if steps >= self.next_snapshot:
+            # due after the last rollout, whose start would have taken it (as ppo-vec does):
+            # a run extended with --resume would otherwise never hold it
+            self.league.add_snapshot(policy_mlp(model), steps)
+            self.next_snapshot = _next_multiple(steps, self.cfg.league.snapshot_every)
         if not self.evaluations or self.evaluations[-1]["steps"] != steps:
             self.evaluate(steps)
             self.logger.dump(steps)
