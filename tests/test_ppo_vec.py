@@ -193,6 +193,22 @@ def test_snapshots_of_the_latest_checkpoint_survive_until_the_next(tmp_path):
                                                                for s in resumed.snapshots]
 
 
+def test_a_resume_says_which_snapshots_the_league_lost(tmp_path, capsys):
+    """A snapshot the latest checkpoint lists but the league folder lost (removed by hand)
+    is named: the resumed run does not have the same league."""
+    from agents.mlp import MLP
+    from train.league import League
+
+    league = League(tmp_path, max_snapshots=3)
+    for k in range(2):
+        league.add_snapshot(MLP([(np.ones((3, 2)), np.zeros(3))], "tanh"), k)
+    (tmp_path / league.snapshots[0]["file"]).unlink()
+    resumed = League(tmp_path, max_snapshots=3)
+    resumed.restore(league.snapshots)
+    assert resumed.snapshots == league.snapshots[1:]
+    assert f"lists {league.snapshots[0]['file']}, which" in capsys.readouterr().err
+
+
 def test_batched_snapshots_match_each_snapshots_mlp(tmp_path):
     from agents.mlp import MLP
     from train.league import League

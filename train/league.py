@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,10 @@ class League:
     def restore(self, snapshots: list[dict[str, Any]]) -> None:
         """Goes back to the pool of a checkpoint (a killed run may have added more since)."""
         self.snapshots = [s for s in snapshots if (self.root / s["file"]).is_file()]
+        if gone := [s["file"] for s in snapshots if s not in self.snapshots]:
+            # kept until the next checkpoint, so something outside the run removed them
+            print(f"the checkpoint's league lists {', '.join(gone)}, which {self.root} no "
+                  f"longer holds; the resumed run goes on without them", file=sys.stderr)
         self.pinned = {s["file"] for s in self.snapshots}
         # A checkpoint of a run made when max_snapshots=0 kept every snapshot: it resumes
         # with the pool this size allows (its files stay pinned until the next checkpoint).
