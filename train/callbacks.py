@@ -3,7 +3,9 @@ TensorBoard scalars and the progress bar.
 
 TensorBoard tags (stable): SB3's own ``rollout/``, ``train/``, ``time/``; ours
 ``charts/samples_per_s``, ``charts/illegal_actions`` (attempted illegal actions: must stay 0,
-masking makes them impossible), ``league/share/<kind>`` (share of opponent seats),
+masking makes them impossible), ``league/share/<kind>`` (``league.mix`` normalized: the
+share of opponent seats each kind is drawn with; the env processes draw them, so unlike
+ppo-vec's these are not counts of the draws),
 ``league/pool_size`` (frozen snapshots in the pool) and
 ``eval/vs_<field>/{rank_points,ci_low,ci_high,president_rate,arschloch_rate}``; the config
 and rules as text.
