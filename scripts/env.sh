@@ -6,7 +6,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${ARSCHLOCH_VENV:-$ROOT/.venv}"
 PY="${PYTHON:-python3}"
 
-if [ ! -x "$VENV/bin/python" ]; then
+# No python there, or one without pip (a creation cut short, or ensurepip missing at the time):
+# creating it again completes it and keeps what is installed.
+if ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
   "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
     echo "arschloch needs Python 3.11 or newer; set PYTHON=/path/to/python3.11" >&2; exit 1; }
   echo "creating virtual environment in $VENV" >&2

@@ -1,0 +1,30 @@
+"""scripts/env.sh, which scripts/test.sh and scripts/demo.sh source, on its cheap paths: a
+virtual environment in a temporary folder and no package index, so nothing is downloaded."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+UNREACHABLE = "http://127.0.0.1:9/"
+
+
+def env_sh(venv: Path) -> subprocess.CompletedProcess:
+    """Runs scripts/env.sh from another folder, offline: pip sees no index and no wheels."""
+    env = {**os.environ, "ARSCHLOCH_VENV": str(venv), "PYTHON": sys.executable,
+           "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "",
+           "PIP_INDEX_URL": UNREACHABLE, "PIP_EXTRA_INDEX_URL": "", "TORCH_INDEX": UNREACHABLE}
+    return subprocess.run(["bash", str(ROOT / "scripts" / "env.sh")], cwd=venv.parent, env=env,
+                          capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_env_completes_a_venv_whose_creation_was_cut_short(tmp_path):
+    # `python -m venv` stopped before ensurepip ran leaves bin/python but no pip
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    res = env_sh(venv)
+    assert "No module named pip" not in res.stderr, res.stderr[-3000:]
+    assert subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "--version"],
+                          capture_output=True).returncode == 0
