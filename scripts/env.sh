@@ -18,14 +18,21 @@ stamp="$VENV/.arschloch-installed"
 want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "installing arschloch and its dependencies into $VENV (first run takes a few minutes)" >&2
-  "$VENV/bin/python" -m pip install -q --upgrade pip
+  install_failed() {
+    echo "arschloch: installing into $VENV failed (pip's message above). 'from versions:" \
+      "none' most likely means no package index could be reached: the install needs PyPI (or" \
+      "PIP_INDEX_URL) and, for CPU torch, PyTorch's CPU index (or TORCH_INDEX); run this" \
+      "again once they can be reached" >&2
+    exit 1
+  }
+  "$VENV/bin/python" -m pip install -q --upgrade pip || install_failed
   # CPU torch first, so that nothing below pulls a multi-GB CUDA build. On Linux, PyPI's torch
   # is the CUDA build; PyTorch's CPU index offers the same release as 2.13.0+cpu, which pip
   # prefers. Where that index cannot be reached, pip warns and takes torch from the usual ones.
   "$VENV/bin/python" -c 'import torch' 2>/dev/null || \
     "$VENV/bin/python" -m pip install -q --retries 1 "${TORCH_SPEC:-torch==2.13.0}" \
-      --extra-index-url "${TORCH_INDEX:-https://download.pytorch.org/whl/cpu}"
-  "$VENV/bin/python" -m pip install -q -e "$ROOT[train,dev]"
+      --extra-index-url "${TORCH_INDEX:-https://download.pytorch.org/whl/cpu}" || install_failed
+  "$VENV/bin/python" -m pip install -q -e "$ROOT[train,dev]" || install_failed
   echo "$want" > "$stamp"
 fi
 export PATH="$VENV/bin:$PATH"

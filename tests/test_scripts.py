@@ -28,3 +28,12 @@ def test_env_completes_a_venv_whose_creation_was_cut_short(tmp_path):
     assert "No module named pip" not in res.stderr, res.stderr[-3000:]
     assert subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "--version"],
                           capture_output=True).returncode == 0
+
+
+def test_env_says_what_an_install_without_an_index_needs(tmp_path):
+    venv = tmp_path / "venv"
+    res = env_sh(venv)
+    assert res.returncode != 0
+    assert "no package index could be reached" in res.stderr, res.stderr[-3000:]
+    # the stamp is written only after a complete install, so the next run tries again
+    assert not (venv / ".arschloch-installed").exists()
