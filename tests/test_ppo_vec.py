@@ -578,6 +578,21 @@ def test_init_from_names_a_missing_checkpoint(tmp_path):
         load_config(ROOT / "configs" / "ppo_culo_4p.yaml", [f"init_from={tmp_path}"])
 
 
+def test_init_from_a_run_of_the_sb3_trainer_says_so(tmp_path):
+    from train.ppo_vec_io import init_checkpoint
+
+    run = tmp_path / "sb3run"
+    (run / "checkpoints").mkdir(parents=True)
+    for name in ("final.zip", "final.json"):
+        (run / "checkpoints" / name).write_text("{}")
+    (run / "latest.json").write_text(json.dumps(
+        {"checkpoint": "checkpoints/final.zip", "meta": "checkpoints/final.json", "steps": 8}))
+    cfg = load_config(CONFIGS[0], [*SMALL, f"init_from={run}"])
+    with pytest.raises(ConfigError, match=r"is a run of another trainer \(its last checkpoint "
+                                          r"is final.zip\); a new ppo-vec run starts from"):
+        init_checkpoint(cfg)
+
+
 def test_agent_specs_are_seated_at_their_own_shares(tmp_path):
     """vec.mix gives every agent spec its own share of the opponent seats, not an equal split
     of the agents' total."""

@@ -110,6 +110,10 @@ def init_checkpoint(cfg) -> dict[str, Any]:
         if not latest.is_file():
             raise ConfigError(f"init_from: {path} holds no checkpoint (no latest.json)")
         path = path / read_latest(path)["checkpoint"]
+        if path.suffix != ".pt":
+            raise ConfigError(f"init_from: {cfg.init_from} is a run of another trainer (its last "
+                              f"checkpoint is {path.name}); a new ppo-vec run starts from a "
+                              f"ppo-vec run or .pt checkpoint")
     if path.suffix != ".pt" or not path.is_file():
         raise ConfigError(f"init_from: {path} is neither a ppo-vec checkpoint (.pt) nor a run "
                           f"directory")
