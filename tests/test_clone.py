@@ -180,3 +180,15 @@ def test_a_partner_gets_its_own_agent_in_every_seat(monkeypatch):
     monkeypatch.setattr(clone, "reset_agents", spy)
     clone._collect_part("greedy", "culo", 6, 400, seed=1, partner="random")
     assert tables and tables == [6] * len(tables)
+
+
+def test_no_held_out_decision_with_a_choice_is_an_error_not_full_agreement(tmp_path):
+    """Agreement is over held-out decisions with a choice: where the one held-out decision
+    (seed 89's single 18-decision round) has a single legal action there is no figure, and
+    the command says so instead of reporting an agreement of 1.000."""
+    out = tmp_path / "c.npz"
+    res = cli("clone", "greedy", "--players", "3", "--set", "rounds=1", "--decisions", "1",
+              "--seed", "89", "--epochs", "1", "--net-arch", "8", "--out", out)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert "none of the 1 held-out decision(s) of 18 offers a choice" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and not out.exists()

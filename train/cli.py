@@ -263,7 +263,7 @@ def add_clone_parser(sub) -> None:
 def _cmd_clone(args: argparse.Namespace) -> int:
     from agents.base import AgentSpecError, make_agent
     from arschloch_env.rules import RulesError, make_rules
-    from train.clone import clone
+    from train.clone import TooFewDecisions, clone
 
     if not args.out.endswith(".npz"):
         raise CliError(f"--out {args.out!r}: a policy file ends in .npz")
@@ -287,9 +287,12 @@ def _cmd_clone(args: argparse.Namespace) -> int:
     if len({t.rank_order for t in tables}) > 1:
         raise CliError(f"--players {' '.join(map(str, players))} play different decks; one "
                        f"policy file needs one deck")
-    agreement = clone(args.teacher, tables[0], players, args.decisions, args.out,
-                      args.net_arch, args.activation, args.epochs, args.seed, args.jobs,
-                      args.partner)
+    try:
+        agreement = clone(args.teacher, tables[0], players, args.decisions, args.out,
+                          args.net_arch, args.activation, args.epochs, args.seed, args.jobs,
+                          args.partner)
+    except TooFewDecisions as exc:
+        raise CliError(f"--decisions {args.decisions}: {exc}") from None
     print(f"clone of {args.teacher} written to {args.out}: held-out agreement {agreement:.3f}"
           f"\n  use it in a ppo-vec config: vec.mix: {{current: 0.2, {args.out}: 0.8}}")
     return 0

@@ -36,6 +36,10 @@ from train.ppo_vec_io import actor_mlp
 from train.ppo_vec_seats import NEG
 
 
+class TooFewDecisions(ValueError):
+    """Too few decisions to fit a clone and measure its held-out agreement."""
+
+
 @dataclass(frozen=True)
 class Decisions:
     """The teacher's decisions: observation, legal mask and the action it chose. The
@@ -102,7 +106,12 @@ def collect(teacher: str, rules: Rules | str, players: list[int], decisions: int
 def fit(data: Decisions, net_arch: list[int], activation: str = "relu", epochs: int = 8,
         batch_size: int = 2048, learning_rate: float = 1e-3, seed: int = 0,
         held_out: float = 0.05, log=print) -> tuple[MLP, float]:
-    """Fits a policy network to the decisions; returns it and its held-out agreement."""
+    """Fits a policy network to the decisions; returns it and its held-out agreement.
+
+    Raises:
+        TooFewDecisions: none left to fit beside those held out, or no held-out decision
+            with a choice (the agreement is measured on those).
+    """
     import torch
 
     torch.manual_seed(seed)
@@ -111,8 +120,13 @@ def fit(data: Decisions, net_arch: list[int], activation: str = "relu", epochs: 
     n_val = max(1, int(len(data) * held_out))
     val, train = order[:n_val], order[n_val:]
     if not len(train):
-        raise ValueError(f"{len(data)} decision(s) leave none to fit beside the {n_val} held "
-                         f"out; collect more")
+        raise TooFewDecisions(f"{len(data)} decision(s) leave none to fit beside the {n_val} "
+                              f"held out; collect more")
+    if not (data.mask[val].sum(axis=1) > 1).any():
+        # agreement is over decisions with a choice: with none it is no figure at all
+        raise TooFewDecisions(f"none of the {n_val} held-out decision(s) of {len(data)} offers "
+                              f"a choice (more than one legal action), so the clone's "
+                              f"agreement cannot be measured; collect more")
     # fewer decisions than a minibatch: one minibatch of them all, not no step at all
     batch_size = min(batch_size, len(train))
     obs = torch.from_numpy(data.obs)
@@ -137,7 +151,7 @@ def fit(data: Decisions, net_arch: list[int], activation: str = "relu", epochs: 
         with torch.no_grad():
             hit = logits(rows).argmax(dim=1) == action[rows]
         choice = mask[rows].sum(dim=1) > 1
-        return float(hit[choice].float().mean()) if choice.any() else 1.0
+        return float(hit[choice].float().mean())
 
     started = time.time()
     for epoch in range(epochs):
@@ -172,4 +186,4 @@ def clone(teacher: str, rules: Rules | str, players: list[int], decisions: int, 
     return agreement
 
 
-__all__ = ["Decisions", "clone", "collect", "fit"]
+__all__ = ["Decisions", "TooFewDecisions", "clone", "collect", "fit"]
