@@ -192,3 +192,15 @@ def test_no_held_out_decision_with_a_choice_is_an_error_not_full_agreement(tmp_p
     assert res.returncode == 2, (res.stdout, res.stderr)
     assert "none of the 1 held-out decision(s) of 18 offers a choice" in res.stderr, res.stderr
     assert "Traceback" not in res.stderr and not out.exists()
+
+
+def test_a_table_size_listed_twice_plays_other_matches():
+    """--players 4 4 gives 4 players twice the share in new matches, not the same matches
+    twice (a held-out decision would then also be a training one)."""
+    data = collect("greedy", "culo", [4, 4], 600, seed=0)
+    half = len(data) // 2
+    assert not np.array_equal(data.action[:half], data.action[half:])
+    assert len({(o.tobytes(), a) for o, a in zip(data.obs, data.action)}) > 0.9 * len(data)
+    # a list without repeats collects what it did
+    both, four = collect("greedy", "culo", [3, 4], 600), collect("greedy", "culo", [4], 300)
+    assert np.array_equal(both.action[len(both) - len(four):], four.action)

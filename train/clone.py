@@ -90,8 +90,12 @@ def collect(teacher: str, rules: Rules | str, players: list[int], decisions: int
     """About ``decisions`` decisions of ``teacher``, split evenly over ``players`` and
     ``jobs`` worker processes (each plays whole matches, so a few more). ``rules``: a preset
     name or rules file, or :class:`Rules` with overridden fields (its table size is
-    replaced by each of ``players``)."""
-    parts = [(p, j) for p in players for j in range(jobs)]
+    replaced by each of ``players``); a size listed twice plays other matches the second
+    time, so it has twice the share and no decision is collected twice."""
+    # a repeated size continues the seeds of its first: the same seeds would repeat its
+    # matches, and the held-out copies of training decisions would inflate the agreement
+    parts = [(p, players[:i].count(p) * jobs + j) for i, p in enumerate(players)
+             for j in range(jobs)]
     share = -(-decisions // len(parts))
     args = [(teacher, rules, p, share, seed * 1000 + j, partner) for p, j in parts]
     if jobs == 1:
