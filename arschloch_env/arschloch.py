@@ -326,6 +326,13 @@ class raw_env(AECEnv):
             self._writer.close()
             self._closed = True
 
+    def __reduce_ex__(self, protocol):
+        # copy.copy() too, which would not copy the writer but share it: the copy writes into
+        # the file after the original's close() finalised it.
+        if self._writer is not None:
+            self._writer.__reduce_ex__(protocol)  # raises
+        return super().__reduce_ex__(protocol)
+
     # -- extras -------------------------------------------------------------------------------
 
     def view(self, agent: str | None = None) -> dict[str, Any]:

@@ -620,6 +620,24 @@ def test_a_record_reaches_its_file_without_close(tmp_path, make):
     assert len(list(read_matches(path))) == 1
 
 
+@pytest.mark.parametrize("make", [
+    lambda path: arschloch_env.env(rules="culo", num_players=4, rounds=1, record_path=path),
+    lambda path: SingleSeatEnv(rules="culo", num_players=4, rounds=1, record_path=path),
+])
+def test_a_recording_env_refuses_a_shallow_copy_too(tmp_path, make):
+    """copy.copy() would share the record writer: after the original's close() the copy
+    would write its next match into the finalised file."""
+    import copy
+    env = make(tmp_path / "rec.jsonl")
+    for copier in (copy.copy, copy.deepcopy):
+        with pytest.raises(TypeError, match="cannot be copied or pickled"):
+            copier(env)
+    env.close()
+    plain = make(None)
+    plain.reset(seed=0)
+    assert copy.copy(plain) is not plain
+
+
 def test_single_seat_record_names_the_learner_and_its_opponents(tmp_path):
     from agents.greedy import GreedyAgent
     from arschloch_env.records import read_matches
