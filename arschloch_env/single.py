@@ -157,8 +157,10 @@ class SingleSeatEnv(gym.Env):
         from agents.base import agent_label, resolve_agents
         from agents.runner import reset_agents
         n = self.rules.num_players
-        self.seat = (self.fixed_seat if self.fixed_seat is not None
-                     else int(self.np_random.integers(n)))
+        # The learner's seat changes with the game only: a sampler that fails leaves the
+        # current episode as it was.
+        seat = (self.fixed_seat if self.fixed_seat is not None
+                else int(self.np_random.integers(n)))
         if self.opponent_sampler is not None:
             drawn = list(self.opponent_sampler(self.np_random, n - 1))
             if len(drawn) != n - 1:
@@ -168,6 +170,7 @@ class SingleSeatEnv(gym.Env):
             self.opponents = resolve_agents(drawn)
             self.opponent_labels = [agent_label(a) for a in drawn]
         game_seed = int(self.np_random.integers(2**31 - 1))
+        self.seat = seat
         labels = {(self.seat + 1 + i) % n: label for i, label in enumerate(self.opponent_labels)}
         labels[self.seat] = LEARNER_LABEL
         self.game = Game(self.rules, seed=game_seed, match_index=self.match_index,

@@ -798,3 +798,24 @@ def test_a_bad_num_envs_is_named_as_given():
     from arschloch_env.vector_env import ArschlochVecEnv
     with pytest.raises(ValueError, match=r"^num_envs 0: must be an integer >= 1"):
         ArschlochVecEnv("culo", 4, num_envs=0)
+
+
+def test_single_seat_reset_refused_by_the_sampler_leaves_the_episode_as_it_was():
+    """A sampler that returns too few agents fails the reset; the learner's seat must not
+    move away from the episode still in play (its steps were then refused as an opponent's)."""
+    calls = []
+
+    def sampler(rng, k):
+        calls.append(k)
+        return ["random"] * (k if len(calls) == 1 else k - 1)
+
+    env = SingleSeatEnv(rules="culo", num_players=4, opponent_sampler=sampler)
+    obs, info = env.reset(seed=0)
+    seat = env.seat
+    for _ in range(8):  # the seat is drawn again at every try
+        with pytest.raises(ValueError, match="opponent_sampler returned 2"):
+            env.reset()
+        assert env.seat == seat == env.game.current
+    assert (env.action_masks() == obs["action_mask"].astype(bool)).all()
+    obs, reward, terminated, truncated, info = env.step(int(obs["action_mask"].argmax()))
+    assert not info["illegal"]
