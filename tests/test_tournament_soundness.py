@@ -307,3 +307,27 @@ def test_a_new_record_file_beside_a_bundle_is_allowed(tmp_path):
                      "1", "--out", str(tmp_path / "out"), "--no-plots",
                      "--record", str(bundle / "games.jsonl")]) == 0
     assert (bundle / "games.jsonl").is_file()
+
+
+def test_a_difference_the_same_in_every_deal_is_not_spread_by_rounding():
+    """Two bots' block means that differ by 1/4 in both blocks (7/12 - 4/12, 8/12 - 5/12):
+    differences of the rounded means would be 0.25000000000000006 and 0.24999999999999994,
+    an sd of 1e-17 and an interval of width 0 marked significant ('*')."""
+    from train.report import paired_lines
+
+    rules = make_rules("culo", 4, rounds=1)
+    blocks = [{"deal": d, "seed": d,
+               "games": [{"seating": [0, 1, 2, 3], "rounds": [places], "winners": [0]}
+                         for places in deal]}
+              for d, deal in enumerate((
+                  [[1, 2, 3, 4], [1, 3, 2, 4], [3, 4, 1, 2], [4, 3, 1, 2]],  # a 7/12, b 4/12
+                  [[1, 2, 3, 4], [1, 2, 3, 4], [2, 4, 1, 3], [4, 3, 1, 2]]))]  # 8/12, 5/12
+    labels = ["a", "b", "c", "d"]
+    res = summarise(blocks, rules=rules, rules_given=rules, mode="duplicate", seatings="all",
+                    seed=0, deals=2, bots=labels, labels=labels, table=[0, 1, 2, 3],
+                    seat_orders=[(0, 1, 2, 3)], complete=True)
+    assert [res.metrics[b]["score"].mean for b in "ab"] == pytest.approx([15 / 24, 9 / 24])
+    e = res.paired[0]["metrics"]["score"]
+    assert (e.mean, e.sd) == (0.25, 0.0)
+    assert paired_lines(res)[0].startswith("a - b: score +0.250 (the same in all 2 deals: "
+                                           "no interval)")

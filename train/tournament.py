@@ -354,17 +354,18 @@ def _game_means(game: dict, n: int, k: int) -> list[dict[str, Fraction]]:
              "win": wins[b] / seats[b]} for b in range(k)]
 
 
-def _block_means(block: dict, n: int, k: int, names: list[str]) -> list[dict[str, float]]:
+def _block_means(block: dict, n: int, k: int, names: list[str]) -> list[dict[str, Fraction]]:
     """Per bot, the mean over the block's games of its game means.
 
     Every game (seating) counts once, however many rounds it lasted: the seatings put every
     bot in every seat equally often, and only equal weights keep that balance, which is what
     cancels the card luck. Pooling rounds would let one long match (a points target) outweigh
-    the other seatings of its block. The means are exact until the one rounding at the end,
-    so two bots that play alike differ by exactly 0, not by a rounding error that an interval
-    of width 0 would call significant."""
+    the other seatings of its block. The means are exact (the statistics round them), so two
+    bots that play alike differ by exactly 0, and a difference that is the same in every block
+    is exactly the same, not spread by rounding errors that an interval of width 0 would call
+    significant."""
     per_game = [_game_means(g, n, k) for g in block["games"]]
-    return [{m: float(sum(g[b][m] for g in per_game) / len(per_game)) for m in names}
+    return [{m: sum(g[b][m] for g in per_game) / len(per_game) for m in names}
             for b in range(k)]
 
 
@@ -377,7 +378,9 @@ def summarise(blocks: list[dict], *, rules: Rules, rules_given: Rules, mode: str
     n = rules.num_players
     k = len(labels)
     metrics_names = list(ROUND_METRICS) + (["win"] if mode == "session" else [])
-    per_block: dict[str, list[list[float]]] = {m: [[] for _ in range(k)] for m in metrics_names}
+    # exact block means: a paired difference is taken before any rounding
+    per_block: dict[str, list[list[Fraction]]] = {m: [[] for _ in range(k)]
+                                                  for m in metrics_names}
     place_counts = [[0] * n for _ in range(k)]
     # weighted as the metrics are: every game once, its rounds sharing its weight
     place_weight = [[Fraction(0)] * n for _ in range(k)]
