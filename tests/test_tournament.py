@@ -51,6 +51,18 @@ class BoomAgent(LowestAgent):
         raise RuntimeError("boom")
 
 
+class CtrlCAgent(LowestAgent):
+    """Acts like Ctrl-C in its 200th move of the process: some games finished, one broken."""
+
+    moves = 0
+
+    def act(self, observation, view):
+        CtrlCAgent.moves += 1
+        if CtrlCAgent.moves == 200:
+            raise KeyboardInterrupt
+        return super().act(observation, view)
+
+
 def _env():
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(ROOT), env.get("PYTHONPATH", "")])
@@ -299,6 +311,16 @@ def test_no_record_file_when_no_game_finished(tmp_path, jobs):
         capture_output=True, text=True, env=_env(), timeout=60, cwd=ROOT)
     assert proc.returncode != 0 and "boom" in proc.stderr
     assert list(tmp_path.iterdir()) == []  # neither the record nor its .part
+
+
+def test_an_interrupted_session_tournament_counts_sessions(tmp_path, capsys):
+    CtrlCAgent.moves = 0
+    code = cli_main(["tournament", "--mode", "session", "--rules", "culo", "--players", "3",
+                     "--bots", "test_tournament:CtrlCAgent", "random", "--deals", "40",
+                     "--jobs", "1", "--out", str(tmp_path / "out"), "--no-plots",
+                     "--no-progress"])
+    assert code == 130
+    assert "of 40 session(s) finished" in capsys.readouterr().err
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path):

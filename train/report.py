@@ -220,7 +220,7 @@ def plots(res: TournamentResult) -> dict[str, bytes]:
                width=width, label=b)
     ax.set_xticks(range(1, n + 1))
     ax.set_xlabel("place")
-    ax.set_ylabel("share of rounds")
+    ax.set_ylabel("share of games")  # each game weighs one, whatever its rounds
     ax.set_title("distribution of places", fontsize=9)
     ax.legend(fontsize=8)
     out["places.png"] = _plot_bytes(fig)

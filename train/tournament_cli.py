@@ -81,7 +81,7 @@ def _check_results_paths(out: str, with_plots: bool) -> None:
 
 
 def _cmd_tournament(args: argparse.Namespace) -> int:
-    from train.report import text_report, write_outputs
+    from train.report import block_unit, text_report, write_outputs
     from train.tournament import TournamentError, run_tournament
 
     overrides = overrides_from_args(args)
@@ -112,8 +112,8 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
         print(f"record: {args.record} ({games} game(s))" if games else
               f"record: none written to {args.record} (no game finished)")
     if not res.complete:
+        kept = f"; partial results written to {out}" if res.deals_done else "; nothing to write"
         print(f"arschloch tournament: interrupted; {res.deals_done} of {res.deals_requested} "
-              f"deal(s) finished" + (f"; partial results written to {out}" if res.deals_done
-                                     else "; nothing to write"), file=sys.stderr)
+              f"{block_unit(res)}(s) finished{kept}", file=sys.stderr)
         return EXIT_INTERRUPTED
     return 0
