@@ -244,7 +244,7 @@ def add_clone_parser(sub) -> None:
     p.add_argument("--decisions", type=int, default=1_000_000, metavar="D",
                    help="teacher decisions to learn from (default 1,000,000)")
     p.add_argument("--partner", metavar="AGENT",
-                   help="another agent in up to half the other seats of each match (its "
+                   help="another agent in up to half the seats of each match (its "
                         "decisions are not learned from)")
     p.add_argument("--net-arch", type=int, nargs="+", default=[128, 128], metavar="H",
                    help="hidden layer sizes: the ppo-vec run's ppo.net_arch (default 128 128)")

@@ -8,7 +8,7 @@ learner then trains against play like expert's on every sample.
 
 The data are the teacher's decisions in whole matches at every requested table size (the
 observation is padded to six seats, so one clone plays them all). With ``partner`` some
-seats of each match (at most half of the others) are played by another agent, whose
+seats of each match (at most half of them) are played by another agent, whose
 decisions are not recorded, so the clone also sees tables where not everyone plays like the
 teacher. The network is fitted by cross-entropy on the legal actions (illegal ones are
 masked, as in the learner) and held-out agreement is reported: the share of held-out
