@@ -559,19 +559,14 @@ def _cmd_play(args: argparse.Namespace) -> int:
         CliError, check_support, input_paths, match_seed, open_record, overrides_from_args,
         rules_from_args,
     )
-    from arschloch_env.rules import RulesError, names_num_players
+    from arschloch_env.rules import make_rules_for_seats
 
-    counted = args.players is None and len(args.bots) > 1 and not names_num_players(
-        args.rules, overrides_from_args(args))
-    if counted:
-        args.players = len(args.bots) + 1
-    try:
+    if args.players is None and len(args.bots) > 1:
+        rules = make_rules_for_seats(args.rules, None, len(args.bots) + 1,
+                                     f"--bots: {len(args.bots)} bots, one per other seat, and "
+                                     f"you", **overrides_from_args(args))
+    else:
         rules = rules_from_args(args)
-    except RulesError as exc:
-        if counted and str(exc).startswith("num_players:"):
-            raise CliError(f"--bots: {len(args.bots)} bots, one per other seat, and you make a "
-                           f"table of {args.players} players; {exc}") from None
-        raise
     n = rules.num_players
     specs = args.bots * (n - 1) if len(args.bots) == 1 else args.bots
     if len(specs) != n - 1:

@@ -363,6 +363,25 @@ def names_num_players(rules: "Rules | str | dict | None", overrides: dict[str, A
     return False
 
 
+def make_rules_for_seats(rules: "Rules | str | dict | None", players: int | None, seats: int,
+                         counted_from: str, **overrides: Any) -> "Rules":
+    """:func:`make_rules`, with a table of ``seats`` players (counted from what the user gave,
+    e.g. one bot per seat) where neither ``players``, the rules nor the overrides name the
+    table size.
+
+    Raises:
+        RulesError: as :func:`make_rules`; a counted table size the rules refuse says where
+            the count came from (``counted_from``), as the user never typed that number.
+    """
+    counted = players is None and not names_num_players(rules, overrides)
+    try:
+        return make_rules(rules, seats if counted else players, **overrides)
+    except RulesError as exc:
+        if counted and str(exc).startswith("num_players:"):
+            raise RulesError(f"{counted_from} make a table of {seats} players; {exc}") from None
+        raise
+
+
 def load_rules_file(path: str | Path) -> dict[str, Any]:
     """Reads a rules mapping from a YAML or JSON file."""
     p = Path(path)

@@ -58,7 +58,9 @@ from typing import Any, Callable, Sequence
 from agents.base import BUILTIN, AgentSpecError, agent_label, copy_agent, make_agent
 from agents.runner import play_match
 from arschloch_env.cli import match_seed, progress_bar, support_detail
-from arschloch_env.rules import Rules, RulesError, is_integer, make_rules, names_num_players
+from arschloch_env.rules import (
+    Rules, RulesError, is_integer, make_rules, make_rules_for_seats,
+)
 from train.stats import Estimate, mean_ci, openskill_ratings, paired_diff
 
 MODES = ("duplicate", "session")
@@ -461,15 +463,12 @@ def _make_rules(rules: Any, players: int | None, overrides: dict, specs: int) ->
     """
     if players is not None:
         players = _as_int("players", players)  # the rules name the allowed range
-    counted = players is None and specs > 2 and not names_num_players(rules, overrides)
-    if counted:
-        players = specs
     try:
+        if specs > 2:
+            return make_rules_for_seats(rules, players, specs,
+                                        f"bots: {specs} specs, one per seat,", **overrides)
         return make_rules(rules, players, **overrides)
     except RulesError as exc:
-        if counted and str(exc).startswith("num_players:"):
-            raise TournamentError(f"bots: {specs} specs, one per seat, make a table of {specs} "
-                                  f"players; {exc}") from None
         raise TournamentError(str(exc)) from None
 
 
