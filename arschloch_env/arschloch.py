@@ -113,7 +113,7 @@ from pettingzoo import AECEnv
 
 from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
-from arschloch_env.records import RecordWriter
+from arschloch_env.records import RecordWriter, RefusesCopyWhileRecording
 from arschloch_env.render import render_text
 from arschloch_env.rules import Rules, is_integer, make_rules, players_or_default
 from arschloch_env.view import public_view
@@ -192,7 +192,7 @@ def observation_bounds(encoder: Encoder, rules: Rules) -> tuple[np.ndarray, np.n
     return np.zeros(encoder.size, dtype=np.float32), high
 
 
-class raw_env(AECEnv):
+class raw_env(RefusesCopyWhileRecording, AECEnv):
     """The Arschloch AEC environment; see the module docstring."""
 
     metadata = {"render_modes": ["ansi", "human"], "name": "arschloch_v0",
@@ -325,13 +325,6 @@ class raw_env(AECEnv):
         if self._writer is not None:
             self._writer.close()
             self._closed = True
-
-    def __reduce_ex__(self, protocol):
-        # copy.copy() too, which would not copy the writer but share it: the copy writes into
-        # the file after the original's close() finalised it.
-        if self._writer is not None:
-            self._writer.__reduce_ex__(protocol)  # raises
-        return super().__reduce_ex__(protocol)
 
     # -- extras -------------------------------------------------------------------------------
 

@@ -93,6 +93,17 @@ class RecordWriter:
             self.close_after(exc)
 
 
+class RefusesCopyWhileRecording:
+    """Mixin of an env whose ``_writer`` is its RecordWriter (or None): while it records, a
+    copy of any kind is refused, ``copy.copy`` too, which would not copy the writer but share
+    it, and the copy would write into the file after the original's close() finalised it."""
+
+    def __reduce_ex__(self, protocol):
+        if self._writer is not None:
+            self._writer.__reduce_ex__(protocol)  # raises
+        return super().__reduce_ex__(protocol)
+
+
 def read_events(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
     """Yields (line number, event) of a record file.
 

@@ -31,7 +31,7 @@ from arschloch_env.arschloch import (
 )
 from arschloch_env.engine import Game, IllegalActionError, player_name
 from arschloch_env.observation import Encoder
-from arschloch_env.records import RecordWriter
+from arschloch_env.records import RecordWriter, RefusesCopyWhileRecording
 from arschloch_env.render import render_text
 from arschloch_env.rules import Rules, is_integer, make_rules, players_or_default
 
@@ -43,7 +43,7 @@ LEARNER_LABEL = "learner"
 """The agent name of the learner's seat in the game record."""
 
 
-class SingleSeatEnv(gym.Env):
+class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
     """Args:
         rules, num_players, **overrides: the rules (see :func:`make_rules`).
         seat: the learner's seat, or ``None`` to draw it uniformly per episode.
@@ -239,13 +239,6 @@ class SingleSeatEnv(gym.Env):
         if self._writer is not None:
             self._writer.close()
             self._closed = True
-
-    def __reduce_ex__(self, protocol):
-        # copy.copy() too, which would not copy the writer but share it: the copy writes into
-        # the file after the original's close() finalised it.
-        if self._writer is not None:
-            self._writer.__reduce_ex__(protocol)  # raises
-        return super().__reduce_ex__(protocol)
 
     # -- internals ----------------------------------------------------------------------------
 
