@@ -323,6 +323,18 @@ def test_an_interrupted_session_tournament_counts_sessions(tmp_path, capsys):
     assert "of 40 session(s) finished" in capsys.readouterr().err
 
 
+def test_a_bot_raising_ctrl_c_in_a_worker_stops_the_tournament(tmp_path):
+    """Each worker's copy of the bot raises at its 200th move; the parent must not wait for
+    the deals those workers never answer, and stops as on Ctrl-C."""
+    proc = subprocess.run(
+        [EXE, "tournament", "--rules", "culo", "--bots", "test_tournament:CtrlCAgent", "random",
+         "--deals", "40", "--jobs", "2", "--out", str(tmp_path / "out"), "--no-plots",
+         "--no-progress"],
+        capture_output=True, text=True, env=_env(), timeout=60, cwd=ROOT)
+    assert proc.returncode == 130, proc.stderr
+    assert "partial results written" in proc.stderr
+
+
 def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path):
     from conftest import interrupt_while_recording
 

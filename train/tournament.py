@@ -192,8 +192,22 @@ def _init_worker(player: BlockPlayer) -> None:
     _WORKER["player"] = player
 
 
+class _BotStopped(Exception):
+    """A bot raised KeyboardInterrupt or SystemExit in a worker. Let through, it would end the
+    worker with its deal unanswered, and the parent would wait for that deal forever; sent back
+    as an ordinary exception, the parent raises the original kind as play in one process does."""
+
+
 def _work(d: int) -> dict:
-    return _WORKER["player"].play(d)
+    try:
+        return _WORKER["player"].play(d)
+    except (KeyboardInterrupt, SystemExit) as e:
+        raise _BotStopped(type(e).__name__, getattr(e, "code", None)) from None
+
+
+def _reraise_stopped(e: _BotStopped):
+    kind, code = e.args
+    raise KeyboardInterrupt if kind == "KeyboardInterrupt" else SystemExit(code)
 
 
 class _StopFlag:
@@ -245,6 +259,8 @@ def _blocks_in_pool(player: BlockPlayer, deals: int, jobs: int, stop: _StopFlag)
                     break
                 except mp.TimeoutError:
                     continue
+                except _BotStopped as e:
+                    _reraise_stopped(e)
             yield block
     finally:
         pool.terminate()
