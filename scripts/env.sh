@@ -14,6 +14,11 @@ if ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
   echo "creating virtual environment in $VENV" >&2
   "$PY" -m venv "$VENV"
 fi
+# One made earlier by an older Python would fail later, in pip's resolver or at import.
+"$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
+  echo "arschloch needs Python 3.11 or newer; $VENV holds $("$VENV/bin/python" -V 2>&1):" \
+    "remove it (rm -r $VENV) to make it anew, or set ARSCHLOCH_VENV to another folder" >&2
+  exit 1; }
 stamp="$VENV/.arschloch-installed"
 want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then

@@ -37,3 +37,16 @@ def test_env_says_what_an_install_without_an_index_needs(tmp_path):
     assert "no package index could be reached" in res.stderr, res.stderr[-3000:]
     # the stamp is written only after a complete install, so the next run tries again
     assert not (venv / ".arschloch-installed").exists()
+
+
+def test_env_refuses_a_venv_of_an_older_python(tmp_path):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    fake = venv / "bin" / "python"  # answers as an interpreter of 3.9 with pip would
+    fake.write_text('#!/bin/sh\ncase "$1" in\n  -m) exit 0;;\n  -c) exit 1;;\n'
+                    '  -V) echo "Python 3.9.18";;\nesac\n')
+    fake.chmod(0o755)
+    res = env_sh(venv)
+    assert res.returncode != 0
+    assert "holds Python 3.9.18" in res.stderr and "rm -r" in res.stderr, res.stderr[-3000:]
+    assert not (venv / ".arschloch-installed").exists()
