@@ -243,6 +243,8 @@ class raw_env(RefusesCopyWhileRecording, AECEnv):
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         _refuse_if_closed(self._writer, self._closed)
         self._check_options(options)
+        if seed is not None and not (is_integer(seed) and seed >= 0):
+            raise ValueError(f"seed {seed!r} is not a seed; allowed: an int >= 0, or None")
         if seed is not None:
             self._seeder = np.random.default_rng(seed)
         self.match_index = _next_match_index(self.match_index, seed, options)

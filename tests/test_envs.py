@@ -178,6 +178,16 @@ def test_seeded_reset_is_reproducible_and_match_index_counts():
     assert env.unwrapped.game.leader == 2
 
 
+def test_aec_reset_refuses_a_bad_seed_naming_it_and_keeps_the_match():
+    env = arschloch_env.env(rules="culo", num_players=4)
+    env.reset(seed=5)
+    game = env.unwrapped.game
+    for bad in (-1, 1.5, "7", True):
+        with pytest.raises(ValueError, match=r"seed .* allowed: an int >= 0, or None"):
+            env.reset(seed=bad)
+    assert env.unwrapped.game is game and env.unwrapped.match_index == 0
+
+
 def test_aec_illegal_and_bad_actions_raise_and_change_nothing():
     env = arschloch_env.env(rules="culo", num_players=4)
     env.reset(seed=0)
