@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import resolve_agents
+from agents.base import agent_label, resolve_agents
 from arschloch_env.engine import Game, IllegalActionError, player_name
 from arschloch_env.observation import Encoder
 from arschloch_env.view import public_view
@@ -98,11 +98,13 @@ def play_match(rules, agents: list[Any], seed: int | None = None, match_index: i
     """Plays one whole match with one agent per seat and returns the finished game.
 
     ``agents`` holds agents or agent specs (a built-in name, a bundle path,
-    ``package.module:ClassName``), one per seat.
+    ``package.module:ClassName``), one per seat. The record names each seat's agent by its
+    ``labels`` entry, or by the agent's label (:func:`~agents.base.agent_label`).
     """
+    labels = labels or [agent_label(a) for a in agents]
     agents = resolve_agents(agents)
     game = Game(rules, seed=seed, match_index=match_index, record=record, auto_pass=True,
-                agents={player_name(i): l for i, l in enumerate(labels)} if labels else None)
+                agents={player_name(i): l for i, l in enumerate(labels)})
     if len(agents) != game.n:
         raise ValueError(f"{len(agents)} agents for {game.n} seats; give one agent per seat")
     encoder = Encoder(game.R)

@@ -339,8 +339,11 @@ def test_mc_over_a_policy_searches_only_its_top_moves(n):
     # with one candidate there is nothing to search: the policy's own move
     single = [MCAgent(policy=bundle, top_k=1)] + [ExpertAgent() for _ in range(n - 1)]
     plain = [bundle] + [ExpertAgent() for _ in range(n - 1)]
-    assert (play_match(rules, single, seed=3, record=True).events
-            == play_match(rules, plain, seed=3, record=True).events)
+    single_events = play_match(rules, single, seed=3, record=True).events
+    plain_events = play_match(rules, plain, seed=3, record=True).events
+    assert single_events[0]["agents"]["player_0"] == f"mc+{bundle.name}"
+    assert plain_events[0]["agents"]["player_0"] == bundle.name
+    assert single_events[1:] == plain_events[1:]
 
 
 @pytest.mark.parametrize("kwargs, says", [
@@ -384,3 +387,12 @@ def test_ladder_random_greedy_expert(preset):
 def test_play_match_takes_agent_specs():
     game = play_match("culo", ["expert", GreedyAgent(), "random", "greedy"], seed=3)
     assert game.is_over
+
+
+def test_play_match_records_name_every_seats_agent():
+    game = play_match("culo", ["expert", GreedyAgent(), "random", "greedy"], seed=3, record=True)
+    assert game.events[0]["agents"] == {"player_0": "expert", "player_1": "greedy",
+                                        "player_2": "random", "player_3": "greedy"}
+    labelled = play_match("culo", ["expert"] * 4, seed=3, record=True, labels=list("abcd"))
+    assert labelled.events[0]["agents"] == {"player_0": "a", "player_1": "b", "player_2": "c",
+                                            "player_3": "d"}
