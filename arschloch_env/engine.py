@@ -511,9 +511,26 @@ class Game:
 
     def _prescribed_deal(self, given, start: int) -> tuple[list[list[int]], list[int]]:
         r, n = self.rules, self.n
+        names = [player_name(i) for i in range(n)]
+        if isinstance(given, (str, bytes, dict)) or not isinstance(given, (list, tuple)) \
+                or len(given) != 2:
+            raise DealError(f"deal: {given!r} is not a pair (hands, leftover); allowed: hands "
+                            f"as a list of {n} card lists (or a mapping of {', '.join(names)} "
+                            f"to card lists) and the left-over cards as a list")
         hands_in, leftover_in = given
         if isinstance(hands_in, dict):
-            hands_in = [hands_in.get(player_name(i), []) for i in range(n)]
+            odd = [k for k in hands_in if k not in names]
+            if odd:
+                raise DealError(f"deal: hands of unknown player(s) {', '.join(map(repr, odd))}; "
+                                f"allowed: {', '.join(names)}")
+            hands_in = [hands_in.get(name, []) for name in names]
+        if isinstance(hands_in, (str, bytes)) or not isinstance(hands_in, (list, tuple)):
+            raise DealError(f"deal: hands {hands_in!r} are not a list of {n} card lists (or a "
+                            f"mapping of {', '.join(names)} to card lists)")
+        for what, cards in [*zip(names, hands_in), ("leftover", leftover_in)]:
+            if isinstance(cards, (str, bytes)) or not isinstance(cards, (list, tuple)):
+                raise DealError(f"deal: {what}: {cards!r} is not a list of cards, e.g. "
+                                f"['7C', 'KH']")
         if len(hands_in) != n:
             raise DealError(f"deal: {len(hands_in)} hands given for {n} players")
         try:

@@ -871,6 +871,25 @@ def test_prescribed_deal_is_checked():
                                              [])])
 
 
+@pytest.mark.parametrize("deal, words", [
+    (lambda h: h, ["not a pair (hands, leftover)", "list of 4 card lists"]),
+    (lambda h: (h,), ["not a pair (hands, leftover)"]),
+    (lambda h: (h, None), ["leftover: None is not a list of cards"]),
+    (lambda h: ("7C 8C", []), ["hands '7C 8C' are not a list of 4 card lists"]),
+    (lambda h: ([h[0], h[1], h[2], "7C"], []), ["player_3: '7C' is not a list of cards"]),
+    (lambda h: ({**{f"player_{i}": x for i, x in enumerate(h)}, "player_9": ["7C"]}, []),
+     ["unknown player(s) 'player_9'", "allowed: player_0, player_1, player_2, player_3"]),
+])
+def test_a_prescribed_deal_of_the_wrong_shape_is_a_deal_error(deal, words):
+    """A malformed deal is refused naming what is wrong and what is allowed, not with an
+    unpacking error or (a hand of an unknown player) silently dropped cards."""
+    from arschloch_env.engine import DealError
+    with pytest.raises(DealError) as e:
+        Game("culo", num_players=4, deals=[deal([h[:] for h in CULO4])])
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
+
+
 # -- round and match end ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("n", [3, 4, 5, 6])
