@@ -297,6 +297,9 @@ class Game:
         if self.phase == OVER:
             raise IllegalActionError(f"{self.codec.describe(a)!r}: the match is over; no action "
                                      f"is allowed")
+        if seat is not None and not (is_integer(seat) and 0 <= seat < self.n):
+            raise IllegalActionError(f"seat {seat!r} is not a seat at this table; allowed: an "
+                                     f"integer 0..{self.n - 1}")
         if seat is not None and seat != self.current:
             raise IllegalActionError(
                 f"{player_name(seat)} cannot {self.codec.describe(a)!r}: it is "

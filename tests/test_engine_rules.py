@@ -1020,6 +1020,19 @@ def test_illegal_action_error_and_state_unchanged(state, action, seat, cards, wo
     g.step(g.legal_actions()[0])
 
 
+@pytest.mark.parametrize("seat", [4, -1, True, "1", 1.0])
+def test_a_seat_that_is_not_at_the_table_is_named_as_such(seat):
+    """``step(seat=...)`` takes a seat 0..n-1: another value is not "out of turn" of a seat
+    ``player_99``, and ``True`` is not seat 1 even when seat 1 is to act."""
+    g = _state("single_9")
+    assert g.current == 1
+    before = snapshot(g)
+    with pytest.raises(IllegalActionError, match=r"is not a seat at this table; allowed: an "
+                                                 r"integer 0\.\.3"):
+        g.step(g.legal_actions()[0], seat=seat)
+    assert snapshot(g) == before
+
+
 def test_action_not_integer_or_out_of_range_leaves_state_unchanged():
     from arschloch_env.actions import ActionError
     g = culo4()
