@@ -313,6 +313,9 @@ class Game:
             return self.default_mask(a)
         move = self.codec.decode(a)
         if move.kind == "pass":
+            if len(cards):
+                raise IllegalActionError(f"{player_name(self.current)} cannot 'pass' with cards "
+                                         f"{cards}: a pass moves no cards (allowed: none)")
             return 0
         source = self.face_up if move.kind == "take" else self.hands[self.current]
         return self._chosen_cards(move, source[move.rank], cards)

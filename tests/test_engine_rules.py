@@ -1033,6 +1033,18 @@ def test_a_seat_that_is_not_at_the_table_is_named_as_such(seat):
     assert snapshot(g) == before
 
 
+def test_a_pass_with_cards_is_refused():
+    """A pass moves no cards: cards given with it are refused, not silently dropped."""
+    g = _state("single_9")
+    held = g.hand_of(1)[0]
+    before = snapshot(g)
+    with pytest.raises(IllegalActionError, match="a pass moves no cards"):
+        g.step(0, cards=[held], seat=1)
+    assert snapshot(g) == before
+    g.step(0, cards=[], seat=1)
+    assert g.current == 2
+
+
 def test_action_not_integer_or_out_of_range_leaves_state_unchanged():
     from arschloch_env.actions import ActionError
     g = culo4()
