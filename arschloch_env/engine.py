@@ -311,6 +311,9 @@ class Game:
                                      f"{self.codec.listing(self.legal_actions(), self.phase)}")
         if cards is None:
             return self.default_mask(a)
+        if isinstance(cards, (str, bytes)) or not isinstance(cards, (list, tuple)):
+            raise IllegalActionError(f"cards {cards!r}: expected a list of card strings, e.g. "
+                                     f"['7C', '7S'] (or none, for the seat's own choice)")
         move = self.codec.decode(a)
         if move.kind == "pass":
             if len(cards):

@@ -1033,6 +1033,17 @@ def test_a_seat_that_is_not_at_the_table_is_named_as_such(seat):
     assert snapshot(g) == before
 
 
+@pytest.mark.parametrize("cards", ["QH", 5, {"QH": 1}])
+def test_cards_that_are_not_a_list_are_refused_as_such(cards):
+    """``step(cards=...)`` takes a list of card strings; a single card string is not read as
+    the cards 'Q' and 'H', and a number is not a TypeError."""
+    g = _state("single_9")
+    before = snapshot(g)
+    with pytest.raises(IllegalActionError, match="expected a list of card strings"):
+        g.step(1 + 4 * 5, cards=cards)
+    assert snapshot(g) == before
+
+
 def test_a_pass_with_cards_is_refused():
     """A pass moves no cards: cards given with it are refused, not silently dropped."""
     g = _state("single_9")
