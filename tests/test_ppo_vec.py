@@ -707,3 +707,22 @@ def test_the_last_checkpoint_is_written_once(tmp_path, monkeypatch):
     steps = [name for name in written if name.startswith("step_")]  # best may improve again
     assert len(steps) == len(set(steps)), written
     assert steps[-1] == final.stem
+
+
+def test_seat_counts_name_only_kinds_that_played_or_the_mix_names(tmp_path):
+    """league/share/<kind> is logged from the seat counts: a kind the mix leaves out (random
+    here) gets no 0 share, as the SB3 trainer logs only the kinds of league.mix."""
+    from arschloch_env.rules import make_rules
+    from train.league import League
+    from train.ppo_vec_seats import SnapshotPool, Table
+
+    pool = SnapshotPool(League(tmp_path / "league", 5))
+    pool.refresh()
+    table = Table(make_rules("culo", 4), 4, 1, {"snapshots": 0.9, "greedy": 0.1}, pool,
+                  np.random.default_rng(0), None)
+    for _ in range(50):
+        table.seat_games(np.arange(4))
+    counts = table.take_seat_counts()
+    assert "random" not in counts, counts
+    # no snapshot yet: the snapshots seats play current, and say so
+    assert counts["current"] > 0 and counts["greedy"] > 0, counts

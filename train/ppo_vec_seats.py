@@ -181,6 +181,10 @@ class Table:
         self.rules, self.B, self.n = self.vg.rules, num_games, self.vg.n
         self.rules_dict = self.rules.to_dict()
         self.pool, self.rng, self.generator, self.debug = pool, rng, generator, debug
+        self.named = set(mix)
+        """The kinds the mix names: seat counts (``league/share/<kind>``) are kept for these
+        and for what played without being named (``current`` in the ``snapshots`` seats
+        while the pool is empty), never a 0 for a kind the mix leaves out."""
         total = sum(mix.values())
         self.files = [k for k in mix if is_policy_file(k) and mix[k] > 0]
         self.policy_share = {k: mix.get(k, 0.0) / total for k in (*POLICY_KINDS, *self.files)}
@@ -262,8 +266,9 @@ class Table:
         files = {self.pool.fixed[path]: path for path in self.files}
         fixed = np.isin(which, list(files)) & (kind == SNAPSHOT)
         for code, name in names.items():
-            self.seat_counts[name] = self.seat_counts.get(name, 0) + int(
-                (kind[opp & ~fixed] == code).sum())
+            count = int((kind[opp & ~fixed] == code).sum())
+            if count or name in self.named:
+                self.seat_counts[name] = self.seat_counts.get(name, 0) + count
         for index, path in files.items():
             self.seat_counts[path] = self.seat_counts.get(path, 0) + int(
                 (which[opp & fixed] == index).sum())
