@@ -1236,3 +1236,21 @@ def test_the_last_rollouts_snapshot_is_in_the_final_checkpoint(tmp_path):
         "league.snapshot_every=512"]), tmp_path / "run", progress=False)
     meta = json.loads(final.with_suffix(".json").read_text())
     assert [s["steps"] for s in meta["league"]] == [512, 1024]
+
+
+def test_sb3_scalars_have_one_point_per_step(tmp_path):
+    """An evaluation writes its eval/* at its step without dumping the train/* SB3 recorded
+    since its own dump of that step (they would be a second point at the same step)."""
+    from train.curves import read_scalars
+    run = tmp_path / "run"
+    res = cli("train", "--config", SMOKE, "--run-dir", run, "--no-progress",
+              *[a for o in ("total_steps=512", "checkpoint_every=512", "ppo.n_steps=128",
+                            "ppo.batch_size=64", "n_envs=1", "eval.every=256", "eval.deals=2",
+                            "league.snapshot_every=256") for a in ("--set", o)])
+    assert res.returncode == 0, res.stderr[-3000:]
+    scalars = read_scalars(run)
+    assert [s for s, _ in scalars["eval/vs_random/rank_points"]] == [256, 512]
+    assert "train/loss" in scalars
+    for tag, points in scalars.items():
+        steps = [s for s, _ in points]
+        assert len(steps) == len(set(steps)), (tag, steps)

@@ -108,7 +108,7 @@ class TrainingLoop(BaseCallback):
             self.next_snapshot = _next_multiple(steps, self.cfg.league.snapshot_every)
         if self.next_eval is not None and steps >= self.next_eval:
             self.evaluate(steps)
-            self.logger.dump(steps)  # at its step, not at the end of the next rollout
+            dump_only(self.logger, "eval/", steps)  # at its step, not at the next rollout's end
             self.next_eval = _next_multiple(steps, self.cfg.eval.every)
         if steps >= self.next_checkpoint:
             self.checkpoint(self.model, latest=True)
@@ -176,7 +176,7 @@ class TrainingLoop(BaseCallback):
             self.next_snapshot = _next_multiple(steps, self.cfg.league.snapshot_every)
         if not self.evaluations or self.evaluations[-1]["steps"] != steps:
             self.evaluate(steps)
-            self.logger.dump(steps)
+            dump_only(self.logger, "eval/", steps)
         elif self.last_checkpoint is not None and self.last_checkpoint[0] == steps:
             return self.last_checkpoint[1]
         return self.checkpoint(model, latest=True)
@@ -193,6 +193,23 @@ class TrainingLoop(BaseCallback):
             if isinstance(fmt, TensorBoardOutputFormat):
                 return fmt.writer
         return None
+
+
+def dump_only(logger, prefix: str, step: int) -> None:
+    """Writes the values recorded under ``prefix`` at ``step`` and keeps the others for SB3's
+    next dump. At a rollout's start SB3 has already dumped that step, with the ``train/*`` of
+    the update before; those of the update since are due at the next rollout's end: a full dump
+    here would give each ``train/*`` tag a second point at this step."""
+    held = {k: (logger.name_to_value.pop(k), logger.name_to_count.pop(k, None),
+                logger.name_to_excluded.pop(k, None))
+            for k in list(logger.name_to_value) if not k.startswith(prefix)}
+    logger.dump(step)
+    for k, (value, count, excluded) in held.items():
+        logger.name_to_value[k] = value
+        if count is not None:
+            logger.name_to_count[k] = count
+        if excluded is not None:
+            logger.name_to_excluded[k] = excluded
 
 
 def _next_multiple(steps: int, every: int) -> int:
