@@ -1254,3 +1254,29 @@ def test_sb3_scalars_have_one_point_per_step(tmp_path):
     for tag, points in scalars.items():
         steps = [s for s, _ in points]
         assert len(steps) == len(set(steps)), (tag, steps)
+
+
+def test_sb3_resume_deals_on_instead_of_replaying(tmp_path, monkeypatch):
+    """MaskablePPO.load reseeds everything with the run's seed, as at step 0: a resumed run
+    reseeds by its step (the envs' deals and opponent draws, torch's sampling) as ppo-vec's."""
+    from arschloch_env.single import SingleSeatEnv
+    from train.sb3_trainer import train
+
+    seeds: list[int] = []
+    reset = SingleSeatEnv.reset
+
+    def spy(self, *, seed=None, options=None):
+        if seed is not None:
+            seeds.append(seed)
+        return reset(self, seed=seed, options=options)
+
+    monkeypatch.setattr(SingleSeatEnv, "reset", spy)
+    over = ["total_steps=256", "checkpoint_every=256", "ppo.n_steps=128", "ppo.batch_size=64",
+            "n_envs=1", "subproc=false", "eval.deals=2"]
+    train(load_config(SMOKE, over), tmp_path / "run", progress=False)
+    first = list(seeds)
+    seeds.clear()
+    from train.sb3_trainer import load_run_config
+    train(load_run_config(tmp_path / "run", ["total_steps=512"]), tmp_path / "run",
+          resume=True, progress=False)
+    assert first and seeds and seeds[-1] not in first, (first, seeds)

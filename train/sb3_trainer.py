@@ -295,6 +295,13 @@ def finished_checkpoint(run_dir: str | Path, total_steps: int) -> Path | None:
     return run.root / latest["checkpoint"] if latest["steps"] >= total_steps else None
 
 
+def resumed_seed(seed: int, steps: int) -> int:
+    """The seed of a run resumed at ``steps``: its own per step, as ppo-vec's deals and draws
+    (:func:`train.ppo_vec.setup`), so that a resumed run plays on instead of replaying."""
+    import numpy as np
+    return int(np.random.SeedSequence([seed, steps]).generate_state(1)[0])
+
+
 def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
     """The config of the run in ``run_dir`` with resumable ``--set`` overrides applied."""
     path = run_dir / "config.yaml"
@@ -449,6 +456,9 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
         except Exception as exc:  # noqa: BLE001 - a damaged zip raises many kinds of errors
             envs.close()
             raise ConfigError(f"--resume: {checkpoint} cannot be loaded ({exc})") from None
+        # load reseeds torch, numpy and the envs with the run's seed, as at step 0: the
+        # resumed run would deal the same deals and draw the same opponents again
+        model.set_random_seed(resumed_seed(cfg.seed, model.num_timesteps))
         # the league's current weights may be those of an attempt that went on past the
         # checkpoint; the first episodes, drawn before training starts, must not play them
         league.update_current(policy_mlp(model))
