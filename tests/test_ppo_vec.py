@@ -341,6 +341,7 @@ def test_shipped_ppo_vec_configs_load(monkeypatch):
                                            "finite non-negative shares"),
     ("league.mix={current: .inf}", "league.mix"),
     ("vec.mix={snapshots: 1e308, greedy: 1e308}", "with a positive, finite sum"),
+    ("vec.mix={current: 1, snapshot: 0}", "vec.mix: unknown agent spec 'snapshot'"),
     ("algo=ppo-fast", "algo"),
     ("ppo.lr_final=fast", "ppo.lr_final: expected a number"),
     ("ppo.lr_final=-1", "ppo.lr_final"),

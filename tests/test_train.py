@@ -54,6 +54,7 @@ def test_shipped_configs_load():
     ("rules=nonsense", "unknown preset"),
     ("seed=-1", "seed: -1 is not allowed"),
     ("league.mix={nope: 1.0}", "league.mix: unknown agent spec 'nope'"),
+    ("league.mix={current: 1.0, snapshot: 0}", "league.mix: unknown agent spec 'snapshot'"),
     ("eval.opponents=[random, nope]", "eval.opponents: unknown agent spec 'nope'"),
     ("eval.opponents=[random, bots/ppo_vec_tavern_multi]",
      "eval.opponents: bots/ppo_vec_tavern_multi does not play these rules (culo, 4 players): "

@@ -480,7 +480,7 @@ def check_agent_specs(cfg: TrainConfig) -> None:
     else:
         mix_field, mix = "league.mix", {k: w for k, w in cfg.league.mix.items()
                                         if k not in ("current", "snapshots")}
-    fields = [(mix_field, k) for k, w in mix.items() if w > 0]
+    fields = [(mix_field, k) for k in mix]  # a share of 0 too: it may be a typo of a kind
     fields += [("eval.opponents", k) for k in cfg.eval.opponents]
     tables = [make_rules(cfg.rules, n, **cfg.rules_overrides) for n in cfg.players]
     for name, spec in fields:
