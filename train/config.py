@@ -331,6 +331,21 @@ def check_mix(key: str, mix: dict[str, float]) -> None:
                           f"finite sum")
 
 
+def check_rules(cfg: TrainConfig, players: int) -> None:
+    """The rules of a table of ``players``, with the key at fault named: ``rules`` (the preset
+    or rules file) or ``rules_overrides``."""
+    from arschloch_env.rules import RulesError, make_rules
+
+    try:
+        make_rules(cfg.rules, players)
+    except RulesError as exc:
+        raise ConfigError(f"rules: {exc}") from None
+    try:
+        make_rules(cfg.rules, players, **cfg.rules_overrides)
+    except RulesError as exc:
+        raise ConfigError(f"rules_overrides: {exc}") from None
+
+
 def validate(cfg: TrainConfig) -> None:
     from arschloch_env.rules import make_rules
 
@@ -339,7 +354,7 @@ def validate(cfg: TrainConfig) -> None:
     if not cfg.players or any(not 3 <= n <= 6 for n in cfg.players):
         raise ConfigError(f"players: {cfg.players} must be a non-empty list of 3..6")
     for n in cfg.players:
-        make_rules(cfg.rules, n, **cfg.rules_overrides)
+        check_rules(cfg, n)
     if not 0 <= cfg.seed < 2**32:
         raise ConfigError(f"seed: {cfg.seed} is not allowed; it must be 0 .. 2**32 - 1")
     check_ranges(cfg)
