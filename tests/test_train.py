@@ -1284,3 +1284,28 @@ def test_sb3_resume_deals_on_instead_of_replaying(tmp_path, monkeypatch):
     train(load_run_config(tmp_path / "run", ["total_steps=512"]), tmp_path / "run",
           resume=True, progress=False)
     assert first and seeds and seeds[-1] not in first, (first, seeds)
+
+
+def test_learning_curves_of_logs_that_share_steps_hold_one_point_per_step(tmp_path):
+    """A run whose logs hold a step twice (a resumed run logging into a second directory):
+    the point written last stands, and a band whose bounds were not logged at every step of
+    its curve is drawn where they were (zip of unequal lists made fill_between fail)."""
+    import time
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    from train.curves import plot_learning_curves, read_scalars
+    run = tmp_path / "run"
+    for log, steps, value in (("ppo_1", (100, 200, 300), 0.0), ("ppo_2", (200, 300, 400), 1.0)):
+        with SummaryWriter(str(run / "tb" / log)) as w:
+            for step in steps:
+                w.add_scalar("rollout/ep_rew_mean", value, step)
+                w.add_scalar("eval/vs_greedy/rank_points", value, step)
+                if log == "ppo_2":
+                    w.add_scalar("eval/vs_greedy/ci_low", value - 0.1, step)
+                    w.add_scalar("eval/vs_greedy/ci_high", value + 0.1, step)
+        time.sleep(0.01)
+    scalars = read_scalars(run)
+    assert scalars["rollout/ep_rew_mean"] == [(100, 0.0), (200, 1.0), (300, 1.0), (400, 1.0)]
+    assert [s for s, _ in scalars["eval/vs_greedy/rank_points"]] == [100, 200, 300, 400]
+    assert plot_learning_curves(run, tmp_path / "c.png").stat().st_size > 0

@@ -11,10 +11,11 @@ PANELS = (
 
 
 def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
-    """Every scalar of the run's TensorBoard logs, as (step, value) lists, steps ascending."""
+    """Every scalar of the run's TensorBoard logs, as (step, value) lists, steps ascending, one
+    value per step (the one written last)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    out: dict[str, list[tuple[int, float]]] = {}
+    out: dict[str, dict[int, tuple[float, float]]] = {}
     if not Path(run_dir).is_dir():
         raise FileNotFoundError(f"{run_dir}: no such run directory")
     logs = sorted(p for p in (Path(run_dir) / "tb").glob("*") if p.is_dir())
@@ -24,8 +25,14 @@ def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
         acc = EventAccumulator(str(log), size_guidance={"scalars": 0})
         acc.Reload()
         for tag in acc.Tags()["scalars"]:
-            out.setdefault(tag, []).extend((e.step, e.value) for e in acc.Scalars(tag))
-    return {tag: sorted(v) for tag, v in out.items()}
+            points = out.setdefault(tag, {})
+            for e in acc.Scalars(tag):
+                # one point per step: where several logs hold a step (a run resumed into a new
+                # log directory), the one written last stands, as it does within one log
+                if e.step not in points or e.wall_time >= points[e.step][0]:
+                    points[e.step] = (e.wall_time, e.value)
+    return {tag: [(step, value) for step, (_, value) in sorted(v.items())]
+            for tag, v in out.items()}
 
 
 def plot_learning_curves(run_dir: str | Path, out: str | Path, title: str | None = None) -> Path:
@@ -52,10 +59,11 @@ def plot_learning_curves(run_dir: str | Path, out: str | Path, title: str | None
             continue
         steps, mean = zip(*scalars[base + "rank_points"])
         line, = bottom.plot(steps, mean, marker="o", label=f"vs {n - 1}x {name}")
-        if base + "ci_low" in scalars and base + "ci_high" in scalars:
-            _, low = zip(*scalars[base + "ci_low"])
-            _, high = zip(*scalars[base + "ci_high"])
-            bottom.fill_between(steps, low, high, alpha=0.2, color=line.get_color())
+        low, high = (dict(scalars.get(base + key, ())) for key in ("ci_low", "ci_high"))
+        band = [s for s in steps if s in low and s in high]  # the steps with both bounds
+        if band:
+            bottom.fill_between(band, [low[s] for s in band], [high[s] for s in band],
+                                alpha=0.2, color=line.get_color())
     bottom.axhline((n - 1) / 2, color="grey", lw=0.8, ls="--", label=f"par ({n} players)")
     bottom.set_title(PANELS[1][1], fontsize=10)
     bottom.set_xlabel("learner steps")
