@@ -111,7 +111,11 @@ def row(res: dict) -> dict:
 
 
 def fmt(e: dict, shift: float = 0.0, sign: bool = False) -> str:
+    """``mean [low, high]``; a figure the same in every deal has no interval (a t-interval of
+    width 0, which no few deals make certain), as the tournament's own reports say."""
     f = "{:+.3f}" if sign else "{:.3f}"
+    if e["sd"] == 0.0:
+        return f"{f.format(e['mean'] - shift)} (the same in all {e['n']} deals: no interval)"
     return (f"{f.format(e['mean'] - shift)} [{f.format(e['low'] - shift)}, "
             f"{f.format(e['high'] - shift)}]")
 
@@ -149,8 +153,9 @@ def goals(rows: dict, ladder: dict | None) -> str:
         low = ex["bot"]["low"] - ex["par"]
         checks.append((f"over par against 3x expert >= +{GOAL_OVER_PAR:.2f}", f"{over:+.4f}",
                        over >= GOAL_OVER_PAR))
-        checks.append((f"its 95% CI lower bound >= +{GOAL_CI_LOW:.2f}", f"{low:+.4f}",
-                       low >= GOAL_CI_LOW))
+        checks.append((f"its 95% CI lower bound >= +{GOAL_CI_LOW:.2f}",
+                       f"{low:+.4f}" if ex["bot"]["sd"] else "no interval (all deals alike)",
+                       bool(ex["bot"]["sd"]) and low >= GOAL_CI_LOW))
         if ladder is not None:
             step = ladder["paired"]["mean"]
             gap = ex["paired"]["mean"]
@@ -158,7 +163,8 @@ def goals(rows: dict, ladder: dict | None) -> str:
                            f"{gap:+.4f}", gap >= step))
     if mc is not None:
         checks.append(("paired margin over mc > 0, CI excluding 0",
-                       fmt(mc["paired"], sign=True), mc["paired"]["low"] > 0))
+                       fmt(mc["paired"], sign=True),
+                       bool(mc["paired"]["sd"]) and mc["paired"]["low"] > 0))
     lines = ["| goal (4 players) | figure | met |", "|---|---|---|"]
     lines += [f"| {g} | {v} | {'yes' if ok else 'no'} |" for g, v, ok in checks]
     return "\n".join(lines)

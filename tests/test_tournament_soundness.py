@@ -331,3 +331,19 @@ def test_a_difference_the_same_in_every_deal_is_not_spread_by_rounding():
     assert (e.mean, e.sd) == (0.25, 0.0)
     assert paired_lines(res)[0].startswith("a - b: score +0.250 (the same in all 2 deals: "
                                            "no interval)")
+
+
+def test_evaluate_bot_calls_a_figure_the_same_in_every_deal_no_interval():
+    """A figure the same in all deals has sd 0 and a t-interval of width 0: evaluation.md
+    printed it as an interval [x, x] and counted a goal on its bound as met, where the
+    tournament's reports say there is no interval."""
+    module = _evaluate_bot()
+    alike = {"mean": 2.5, "low": 2.5, "high": 2.5, "half_width": 0.0, "sd": 0.0, "n": 2}
+    assert module.fmt(alike, 1.5, sign=True) == "+1.000 (the same in all 2 deals: no interval)"
+    spread = {**alike, "low": 2.0, "high": 3.0, "half_width": 0.5, "sd": 0.1}
+    assert module.fmt(spread) == "2.500 [2.000, 3.000]"
+    row = {"bot": alike, "par": 1.5, "paired": {**alike, "mean": 0.5, "low": 0.5}}
+    table = module.goals({"expert": row, "mc": row}, None)
+    assert "| its 95% CI lower bound >= +0.20 | no interval (all deals alike) | no |" in table
+    assert "| paired margin over mc > 0, CI excluding 0 | +0.500 (the same in all 2 deals: " \
+           "no interval) | no |" in table
