@@ -49,7 +49,9 @@ def bench_sb3(cfg, args) -> None:
         steps = model.num_timesteps - before  # whole rollouts: at least --steps
         envs.close()
     net = "x".join(map(str, cfg.ppo.net_arch))
-    print(f"{args.config}: {cfg.n_envs} env processes, MLP {net}, opponents {cfg.league.mix}")
+    where = ("env processes" if isinstance(envs, SubprocVecEnv)
+             else "env(s) in this process")
+    print(f"{args.config}: {cfg.n_envs} {where}, MLP {net}, opponents {cfg.league.mix}")
     print(f"{steps} learner steps in {elapsed:.1f} s: {steps / elapsed:,.0f} "
           f"samples/s (collect + update)")
 
@@ -129,6 +131,9 @@ def main() -> None:
         cfg = load_config(args.config, args.overrides)
     except ConfigError as exc:
         parser.error(str(exc))
+    for flag, given in (("--profile", args.profile), ("--snapshots", args.snapshots is not None)):
+        if given and cfg.algo != "ppo-vec":  # bench_sb3 has neither
+            parser.error(f"{flag} is for ppo-vec configs; {args.config} has algo {cfg.algo}")
     if cfg.algo == "ppo-vec":
         bench_vec(cfg, args)
     else:

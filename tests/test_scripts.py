@@ -50,3 +50,15 @@ def test_env_refuses_a_venv_of_an_older_python(tmp_path):
     assert res.returncode != 0
     assert "holds Python 3.9.18" in res.stderr and "rm -r" in res.stderr, res.stderr[-3000:]
     assert not (venv / ".arschloch-installed").exists()
+
+
+def test_train_throughput_refuses_ppo_vec_options_for_an_sb3_config():
+    """--profile and --snapshots act on the ppo-vec trainer only: an SB3 config took them and
+    printed its figure as if they had been applied."""
+    for flag in (["--profile"], ["--snapshots", "3"]):
+        res = subprocess.run([sys.executable, str(ROOT / "bench" / "train_throughput.py"),
+                              "--config", str(ROOT / "configs" / "ppo_smoke.yaml"),
+                              "--steps", "1", *flag], capture_output=True, text=True,
+                             timeout=300, cwd=ROOT, stdin=subprocess.DEVNULL)
+        assert res.returncode == 2, res.stdout + res.stderr[-2000:]
+        assert f"{flag[0]} is for ppo-vec configs" in res.stderr and "algo ppo" in res.stderr
