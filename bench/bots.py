@@ -19,7 +19,7 @@ import time
 
 from common import duration
 
-from agents.base import make_agent
+from agents.base import AgentSpecError, make_agent
 from agents.expert import ExpertAgent
 from agents.runner import agent_step, ask, reset_agents
 from arschloch_env.engine import Game
@@ -58,6 +58,11 @@ def main(argv=None) -> None:
     p.add_argument("--rules", nargs="+", default=["culo", "tavern"], choices=PRESETS)
     p.add_argument("--seconds", type=duration, default=4.0, help="bot time per bot and rules")
     a = p.parse_args(argv)
+    for spec in a.bots:  # before any bot is timed: a misspelt last bot is no traceback
+        try:
+            make_agent(spec)
+        except AgentSpecError as exc:
+            p.error(f"--bots: {exc}")
     print(f"{'bot':8} {'rules':7} {'decisions':>9} {'decisions/s':>12} "
           f"{'ms/decision with choice':>24}")
     for preset in a.rules:

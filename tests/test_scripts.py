@@ -62,3 +62,12 @@ def test_train_throughput_refuses_ppo_vec_options_for_an_sb3_config():
                              timeout=300, cwd=ROOT, stdin=subprocess.DEVNULL)
         assert res.returncode == 2, res.stdout + res.stderr[-2000:]
         assert f"{flag[0]} is for ppo-vec configs" in res.stderr and "algo ppo" in res.stderr
+
+
+def test_bench_bots_refuses_an_unknown_bot_as_a_usage_error():
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / "bots.py"), "--bots", "random",
+                          "expret", "--seconds", "0.01"], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL)
+    assert res.returncode == 2, res.stdout + res.stderr[-2000:]
+    assert "--bots: unknown agent spec 'expret'" in res.stderr and "Traceback" not in res.stderr
+    assert "random" not in res.stdout  # refused before the first bot was timed
