@@ -347,3 +347,14 @@ def test_evaluate_bot_calls_a_figure_the_same_in_every_deal_no_interval():
     assert "| its 95% CI lower bound >= +0.20 | no interval (all deals alike) | no |" in table
     assert "| paired margin over mc > 0, CI excluding 0 | +0.500 (the same in all 2 deals: " \
            "no interval) | no |" in table
+
+
+def test_reports_name_the_confidence_level_as_given():
+    """A level of 0.995 was reported as a '100% CI' (and 0.975 as '98%')."""
+    from train.report import headline, level_text, markdown_report, text_report
+
+    assert [level_text(x) for x in (0.95, 0.9, 0.975, 0.995)] == ["95%", "90%", "97.5%", "99.5%"]
+    res = run_tournament("culo", ["greedy", "random"], deals=2, seed=0, jobs=1, level=0.995)
+    assert "99.5% CI over deals" in headline(res)
+    assert "(99.5% CI; * = excludes 0)" in text_report(res)
+    assert "## Paired differences on identical deals (99.5% CI)" in markdown_report(res)

@@ -37,6 +37,12 @@ def _est(e: Estimate | None, digits: int = 3, pct: bool = False) -> str:
     return e.text(digits)
 
 
+def level_text(level: float) -> str:
+    """``95%``, ``97.5%``, ``99.5%``: the confidence level as given (``.0%`` called 0.995
+    ``100%``)."""
+    return f"{round(level * 100, 6):g}%"
+
+
 def block_unit(res: TournamentResult) -> str:
     """What one block is: a deal (duplicate mode) or a whole match from one seed (session)."""
     return "deal" if res.mode == "duplicate" else "session"
@@ -51,7 +57,7 @@ def headline(res: TournamentResult) -> str:
                                       f"{res.deals_requested} {unit}s finished")
     return (f"{r['preset']}, {r['num_players']} players, {what}: {res.deals_done} {unit}(s) x "
             f"{len(res.seat_orders)} seating(s) = {res.games} game(s), {res.rounds} round(s); "
-            f"seed {res.seed}; {res.level:.0%} CI over {unit}s{status}")
+            f"seed {res.seed}; {level_text(res.level)} CI over {unit}s{status}")
 
 
 def markdown_table(res: TournamentResult) -> str:
@@ -108,7 +114,7 @@ def text_report(res: TournamentResult) -> str:
         parts.append(f"no {block_unit(res)} finished: nothing to report")
         return "\n".join(parts)
     parts += ["", markdown_table(res), "",
-              f"paired differences on identical {block_unit(res)}s ({res.level:.0%} CI; "
+              f"paired differences on identical {block_unit(res)}s ({level_text(res.level)} CI; "
               f"* = excludes 0):"]
     parts += ["  " + line for line in paired_lines(res)]
     return "\n".join(parts)
@@ -121,7 +127,7 @@ def markdown_report(res: TournamentResult) -> str:
              headline(res), "", markdown_table(res), "",
              "Score: rank points per round over n - 1 (1 = President, 0 = Arschloch). "
              f"Intervals are Student-t over {unit}s (a {unit} with all its seatings is one "
-             f"block).", "", f"## Paired differences on identical {unit}s ({res.level:.0%} CI)",
+             f"block).", "", f"## Paired differences on identical {unit}s ({level_text(res.level)} CI)",
              ""]
     lines += [f"- {line}" for line in paired_lines(res)] or ["- none"]
     lines += ["", "## Places", "", "| bot | " + " | ".join(
@@ -207,7 +213,7 @@ def plots(res: TournamentResult) -> dict[str, bytes]:
     ax.set_ylim(0, 1)
     ax.set_ylabel("score (rank points / (n-1))")
     ax.set_title(f"{res.rules['preset']}, {res.num_players} players: score, "
-                 f"{res.level:.0%} CI over {res.deals_done} {block_unit(res)}s", fontsize=9)
+                 f"{level_text(res.level)} CI over {res.deals_done} {block_unit(res)}s", fontsize=9)
     out["score.png"] = _plot_bytes(fig)
     plt.close(fig)
 
@@ -259,5 +265,5 @@ def _remove_stale(out: Path, names: list[str]) -> None:
             (out / name).unlink()
 
 
-__all__ = ["FILES", "block_unit", "csv_text", "headline", "markdown_report", "markdown_table",
-           "plots", "text_report", "write_outputs"]
+__all__ = ["FILES", "block_unit", "csv_text", "headline", "level_text", "markdown_report",
+           "markdown_table", "plots", "text_report", "write_outputs"]
