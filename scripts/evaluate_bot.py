@@ -211,6 +211,8 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error(f"--jobs {args.jobs}: at least 1 (or leave it out: every core)")
     if args.seed < 0:
         p.error(f"--seed {args.seed}: at least 0")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        p.error(f"--out {args.out!r} is a file; give a directory for the tournament reports")
     if not (Path(args.bot) / "manifest.json").is_file():
         p.error(f"{args.bot!r} holds no bot bundle (no manifest.json); give a bundle directory "
                 f"such as bots/NAME")

@@ -358,3 +358,19 @@ def test_reports_name_the_confidence_level_as_given():
     assert "99.5% CI over deals" in headline(res)
     assert "(99.5% CI; * = excludes 0)" in text_report(res)
     assert "## Paired differences on identical deals (99.5% CI)" in markdown_report(res)
+
+
+def test_evaluate_bot_refuses_an_out_that_is_a_file_before_any_game(tmp_path, capsys,
+                                                                     monkeypatch):
+    """--out naming a file failed with a traceback when the first tournament's reports were
+    written, after its games."""
+    module = _evaluate_bot()
+    import train.tournament
+    monkeypatch.setattr(train.tournament, "run_tournament",
+                        lambda *a, **k: pytest.fail("a game was played"))
+    (tmp_path / "eval.md").write_text("not a folder")
+    with pytest.raises(SystemExit) as exc:
+        module.main([str(BUNDLE), "--out", str(tmp_path / "eval.md"), "--deals", "2"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--out" in err and "is a file; give a directory" in err, err
+    assert (tmp_path / "eval.md").read_text() == "not a folder"
