@@ -62,7 +62,7 @@ def test_openskill_orders_bots_and_rates_copies_as_one_player():
     games = [((0, 1, 1, 1), (1, 2, 3, 4)), ((1, 0, 1, 1), (2, 1, 3, 4))] * 20
     r = openskill_ratings(games, 2)
     assert r[0]["mu"] > 25 > r[1]["mu"]
-    assert r[0]["games"] == r[1]["games"] == 40
+    assert r[0]["rounds"] == r[1]["rounds"] == 40
     assert r[0]["ordinal"] == pytest.approx(r[0]["mu"] - 3 * r[0]["sigma"])
     assert openskill_ratings(games, 2) == r  # deterministic
     # with distinct bots the loser of every game ends lowest

@@ -374,3 +374,12 @@ def test_evaluate_bot_refuses_an_out_that_is_a_file_before_any_game(tmp_path, ca
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "--out" in err and "is a file; give a directory" in err, err
     assert (tmp_path / "eval.md").read_text() == "not a folder"
+
+
+def test_openskill_counts_the_rounds_it_rated_not_games():
+    """The ratings are updated once per round: a session tournament's results.json called
+    its 9 rounds (3 games of 3 rounds) 9 'games'."""
+    res = run_tournament("culo", ["greedy", "random"], deals=1, seed=0, jobs=1, mode="session",
+                         players=3, rounds=3)
+    assert res.games == 3 and res.rounds == 9
+    assert all(o["rounds"] == 9 and "games" not in o for o in res.to_dict()["openskill"].values())

@@ -115,7 +115,8 @@ def openskill_ratings(games: Iterable[tuple[Sequence[int], Sequence[int]]], num_
         num_bots: bots are ``0..num_bots-1``.
 
     Returns:
-        Per bot ``{"mu", "sigma", "ordinal", "games"}``; ``ordinal`` is ``mu - 3 sigma``.
+        Per bot ``{"mu", "sigma", "ordinal", "rounds"}``; ``ordinal`` is ``mu - 3 sigma``,
+        ``rounds`` the rounds the bot was rated on (a session's game has several).
 
     Several copies of one bot at a table (a candidate against copies of a field bot) are rated
     as one player: each copy is updated from the bot's rating before the round, then the bot's
@@ -141,7 +142,7 @@ def openskill_ratings(games: Iterable[tuple[Sequence[int], Sequence[int]]], num_
             sigma[b] *= ratio[b]
             count[b] += 1
     return [{"mu": mu[b], "sigma": sigma[b], "ordinal": mu[b] - 3.0 * sigma[b],
-             "games": count[b]} for b in range(num_bots)]
+             "rounds": count[b]} for b in range(num_bots)]
 
 
 __all__ = ["Estimate", "mean_ci", "openskill_ratings", "paired_diff", "t_quantile"]
