@@ -1309,3 +1309,20 @@ def test_learning_curves_of_logs_that_share_steps_hold_one_point_per_step(tmp_pa
     assert scalars["rollout/ep_rew_mean"] == [(100, 0.0), (200, 1.0), (300, 1.0), (400, 1.0)]
     assert [s for s, _ in scalars["eval/vs_greedy/rank_points"]] == [100, 200, 300, 400]
     assert plot_learning_curves(run, tmp_path / "c.png").stat().st_size > 0
+
+
+def test_learning_curves_of_one_rollout_show_its_point(tmp_path, monkeypatch):
+    """A run of one rollout has one point of rollout/ep_rew_mean, which a line without a
+    marker does not draw: the panel came out empty."""
+    import matplotlib.pyplot as plt
+    from torch.utils.tensorboard import SummaryWriter
+
+    from train.curves import plot_learning_curves
+    run = tmp_path / "run"
+    with SummaryWriter(str(run / "tb" / "ppo_1")) as w:
+        w.add_scalar("rollout/ep_rew_mean", -0.9, 1024)
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    plot_learning_curves(run, tmp_path / "c.png")
+    (line,) = figures[0].axes[0].get_lines()
+    assert list(line.get_xdata()) == [1024] and line.get_marker() not in ("", "None", None)

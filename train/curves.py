@@ -50,7 +50,8 @@ def plot_learning_curves(run_dir: str | Path, out: str | Path, title: str | None
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
     if "rollout/ep_rew_mean" in scalars:
         steps, values = zip(*scalars["rollout/ep_rew_mean"])
-        top.plot(steps, values, lw=1)
+        # a single point (a run of one rollout) is no line: a marker shows it
+        top.plot(steps, values, lw=1, marker="o" if len(steps) == 1 else "")
     top.set_title(PANELS[0][1], fontsize=10)
     n = eval_table_size(run_dir)
     for name in eval_fields(scalars):
