@@ -4,6 +4,8 @@ virtual environment in a temporary folder and no package index, so nothing is do
 import os
 import subprocess
 import sys
+
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,3 +73,29 @@ def test_bench_bots_refuses_an_unknown_bot_as_a_usage_error():
     assert res.returncode == 2, res.stdout + res.stderr[-2000:]
     assert "--bots: unknown agent spec 'expret'" in res.stderr and "Traceback" not in res.stderr
     assert "random" not in res.stdout  # refused before the first bot was timed
+
+
+def test_bench_bots_times_a_decision_with_a_choice_by_those_decisions_alone(monkeypatch):
+    """'ms/decision with choice' divided the time of every decision (those with one legal
+    action too) by the number with a choice."""
+    import importlib.util
+    import random
+    import types
+
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    spec = importlib.util.spec_from_file_location("bench_bots", ROOT / "bench" / "bots.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    clock = [0.0]
+    pick = random.Random(0)
+
+    def ask(bot, game, encoder):  # a forced decision takes 1 s, one with a choice 2 ms
+        legal = game.legal_actions()
+        clock[0] += 1.0 if len(legal) == 1 else 0.002
+        return pick.choice(legal)
+
+    monkeypatch.setattr(module, "ask", ask)
+    monkeypatch.setattr(module, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    r = module.bench("random", "culo", 30.0)
+    assert r["choices"] < r["decisions"]  # some decisions were forced
+    assert r["ms_per_choice"] == pytest.approx(2.0)
