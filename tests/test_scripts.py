@@ -4,9 +4,9 @@ virtual environment in a temporary folder and no package index, so nothing is do
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 UNREACHABLE = "http://127.0.0.1:9/"
