@@ -227,9 +227,9 @@ def tournaments(args: argparse.Namespace, trained_for: list[int],
     plan = [("main", main_n, args.bot, "expert", args.deals),
             ("main", main_n, args.bot, "greedy", args.greedy_deals),
             ("ladder", main_n, "expert", "greedy", ladder_deals)]
-    plan += [("other", n, args.bot, field, args.other_deals)
-             for n in args.players if n in trained_for and n != main_n
-             for field in args.other_fields]
+    plan += [("other", n, args.bot, field, args.other_deals)  # each once, however often given
+             for n in dict.fromkeys(args.players) if n in trained_for and n != main_n
+             for field in dict.fromkeys(args.other_fields)]
     plan.append(("main", main_n, args.bot, "mc", args.mc_deals))
     return [t for t in plan if t[-1] > 0]
 

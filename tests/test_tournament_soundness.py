@@ -383,3 +383,17 @@ def test_openskill_counts_the_rounds_it_rated_not_games():
                          players=3, rounds=3)
     assert res.games == 3 and res.rounds == 9
     assert all(o["rounds"] == 9 and "games" not in o for o in res.to_dict()["openskill"].values())
+
+
+def test_evaluate_bot_plays_a_table_size_or_field_given_twice_once():
+    """--players 3 3 or --other-fields expert expert played (or read) the same tournament
+    twice and printed its row twice in evaluation.md."""
+    import argparse
+
+    module = _evaluate_bot()
+    args = argparse.Namespace(bot="bots/b", deals=4, greedy_deals=0, ladder_deals=0,
+                              mc_deals=0, other_deals=2, players=[3, 5, 3],
+                              other_fields=["expert", "greedy", "expert"])
+    others = [(n, field) for what, n, _, field, _ in module.tournaments(args, [3, 4, 5], 4)
+              if what == "other"]
+    assert others == [(3, "expert"), (3, "greedy"), (5, "expert"), (5, "greedy")]
