@@ -138,7 +138,8 @@ def ladder_line(ladder: dict, deals: int) -> str:
     n, p = ladder["deals"], ladder["players"]
     where = (f"the same {n:,} {p}-player deals" if n == deals
              else f"the first {n:,} of the same {p}-player deals" if n < deals
-             else f"{n:,} {p}-player deals, the bot's {deals:,} first")
+             else f"{n:,} {p}-player deals, the bot's {deals:,} first" if deals
+             else f"{n:,} {p}-player deals (the bot did not play expert: --deals 0)")
     return (f"Ladder step, {where}: expert against {p - 1}x greedy, paired "
             f"{fmt(ladder['paired'], sign=True)}.")
 

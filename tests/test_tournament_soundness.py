@@ -397,3 +397,12 @@ def test_evaluate_bot_plays_a_table_size_or_field_given_twice_once():
     others = [(n, field) for what, n, _, field, _ in module.tournaments(args, [3, 4, 5], 4)
               if what == "other"]
     assert others == [(3, "expert"), (3, "greedy"), (5, "expert"), (5, "greedy")]
+
+
+def test_evaluate_bot_ladder_line_without_the_bots_expert_tournament():
+    """With --deals 0 and --ladder-deals N the ladder line read 'N deals, the bot's 0 first'."""
+    module = _evaluate_bot()
+    paired = {"mean": 0.5, "low": 0.25, "high": 0.75, "half_width": 0.25, "sd": 0.2, "n": 4}
+    line = module.ladder_line({"deals": 4, "players": 4, "paired": paired}, 0)
+    assert "4 4-player deals (the bot did not play expert: --deals 0)" in line
+    assert "the bot's" not in line
