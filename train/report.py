@@ -127,8 +127,8 @@ def markdown_report(res: TournamentResult) -> str:
              headline(res), "", markdown_table(res), "",
              "Score: rank points per round over n - 1 (1 = President, 0 = Arschloch). "
              f"Intervals are Student-t over {unit}s (a {unit} with all its seatings is one "
-             f"block).", "", f"## Paired differences on identical {unit}s ({level_text(res.level)} CI)",
-             ""]
+             f"block).", "",
+             f"## Paired differences on identical {unit}s ({level_text(res.level)} CI)", ""]
     lines += [f"- {line}" for line in paired_lines(res)] or ["- none"]
     lines += ["", "## Places", "", "| bot | " + " | ".join(
         str(p) for p in range(1, r["num_players"] + 1)) + " |",
@@ -213,7 +213,8 @@ def plots(res: TournamentResult) -> dict[str, bytes]:
     ax.set_ylim(0, 1)
     ax.set_ylabel("score (rank points / (n-1))")
     ax.set_title(f"{res.rules['preset']}, {res.num_players} players: score, "
-                 f"{level_text(res.level)} CI over {res.deals_done} {block_unit(res)}s", fontsize=9)
+                 f"{level_text(res.level)} CI over {res.deals_done} {block_unit(res)}s",
+                 fontsize=9)
     out["score.png"] = _plot_bytes(fig)
     plt.close(fig)
 
