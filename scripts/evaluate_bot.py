@@ -41,6 +41,7 @@ def tournament(rules: dict, players: int, candidate: str, field: str, deals: int
                jobs: int | None, out: Path) -> dict:
     """The ``results.json`` of one tournament, played unless ``out`` already holds it for
     the same policies, rules, deals, seed and code (``key.json``)."""
+    from train.files import write_atomic
     from train.report import write_outputs
     from train.tournament import run_tournament
 
@@ -58,9 +59,7 @@ def tournament(rules: dict, players: int, candidate: str, field: str, deals: int
         raise SystemExit("interrupted; run again to continue")
     key_path.unlink(missing_ok=True)  # results and key are written as a pair, key last
     write_outputs(res, out)
-    tmp = out / "key.json.part"
-    tmp.write_text(json.dumps(key, indent=1))
-    tmp.replace(key_path)
+    write_atomic(key_path, json.dumps(key, indent=1))
     return res.to_dict()
 
 
@@ -251,6 +250,8 @@ def check_fields(plan: list[tuple[str, int, str, str, int]], rules: dict) -> Non
 
 def evaluate(args: argparse.Namespace, argv: list[str] | None) -> int:
     """Plays (or reads back) every tournament and writes evaluation.md."""
+    from train.files import write_atomic
+
     manifest = json.loads((Path(args.bot) / "manifest.json").read_text())
     rules = manifest["rules"]
     main_n = 4 if 4 in manifest["players"] else manifest["players"][0]
@@ -281,9 +282,7 @@ def evaluate(args: argparse.Namespace, argv: list[str] | None) -> int:
         f"Command: `{command}`",
     ]) + "\n"
     out.mkdir(parents=True, exist_ok=True)
-    tmp = out / "evaluation.md.part"
-    tmp.write_text(text)
-    tmp.replace(out / "evaluation.md")
+    write_atomic(out / "evaluation.md", text)
     print(text)
     return 0
 

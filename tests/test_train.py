@@ -1326,3 +1326,22 @@ def test_learning_curves_of_one_rollout_show_its_point(tmp_path, monkeypatch):
     plot_learning_curves(run, tmp_path / "c.png")
     (line,) = figures[0].axes[0].get_lines()
     assert list(line.get_xdata()) == [1024] and line.get_marker() not in ("", "None", None)
+
+
+def test_write_atomic_leaves_the_old_file_whole_when_a_write_fails(tmp_path, monkeypatch):
+    import os
+
+    from train.files import write_atomic
+    path = tmp_path / "results.json"
+    write_atomic(path, "old")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        write_atomic(path, b"new")
+    assert path.read_text() == "old" and list(tmp_path.iterdir()) == [path]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
+
+from train.files import write_atomic
 
 PANELS = (
     ("rollout/ep_rew_mean", "match return of the learner (rollout/ep_rew_mean)"),
@@ -73,10 +76,10 @@ def plot_learning_curves(run_dir: str | Path, out: str | Path, title: str | None
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".part.png")
-    fig.savefig(tmp, dpi=110)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110)
     plt.close(fig)
-    tmp.replace(out)
+    write_atomic(out, png.getvalue())
     return out
 
 

@@ -1,13 +1,19 @@
-"""Directories made for one writer, and the JSON files a run keeps."""
+"""Directories made for one writer, files written whole or not at all, and the JSON files a
+run keeps."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from train.config import ConfigError
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 def fresh_directory(path: str | Path) -> Path:
@@ -24,6 +30,29 @@ def fresh_directory(path: str | Path) -> Path:
         except FileExistsError:
             continue
         return candidate
+
+
+def write_atomic(path: str | Path, data: bytes | str) -> None:
+    """Writes ``path`` whole or not at all: into ``<name>.<random>.part`` beside it, flushed to
+    the disk, then renamed over it. A killed writer leaves at most that ``.part`` file (a run
+    removes its own when it starts again), never a half-written ``path``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.", suffix=".part")
+    try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; the file is for everyone
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    write_atomic(path, json.dumps(data, indent=2) + "\n")
 
 
 def read_run_json(path: Path) -> dict[str, Any]:

@@ -14,7 +14,6 @@ half-written file.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,14 +22,9 @@ import numpy as np
 
 from agents.base import make_agent
 from agents.mlp import MLP, MLPAgent
+from train.files import write_json_atomic
 
 SNAPSHOTS, CURRENT = "snapshots", "current"
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 class League:

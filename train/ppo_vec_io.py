@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.mlp import MLP
-from train.league import write_json_atomic
+from train.files import write_json_atomic
 
 CHECKPOINT_FORMAT = "arschloch-ppo-vec"
 CHECKPOINT_VERSION = 1

@@ -10,9 +10,9 @@ import csv
 import io
 import json
 import os
-import tempfile
 from pathlib import Path
 
+from train.files import write_atomic
 from train.stats import Estimate
 from train.tournament import TournamentResult
 
@@ -24,8 +24,6 @@ METRIC_TITLES = {
     "place": "mean place",
     "win": "match wins",
 }
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 FILES = ("results.json", "results.md", "results.csv", "score.png", "places.png")
 
 
@@ -173,21 +171,6 @@ def csv_text(res: TournamentResult) -> str:
 
 # -- files ------------------------------------------------------------------------------------
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; a report is for everyone
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _plot_bytes(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
@@ -252,7 +235,7 @@ def write_outputs(res: TournamentResult, out_dir: str | os.PathLike,
         files.update(plots(res))
     written = []
     for name, data in files.items():
-        _atomic_write(out / name, data)
+        write_atomic(out / name, data)
         written.append(out / name)
     _remove_stale(out, [name for name in FILES if name not in files])
     return written

@@ -41,8 +41,9 @@ from typing import Any
 import yaml
 
 from train.config import ConfigError, TrainConfig, resume_config
-from train.files import fresh_directory, read_latest, read_run_json
-from train.league import League, LeagueSampler, write_json_atomic
+from train.files import (fresh_directory, read_latest, read_run_json, write_atomic,
+                         write_json_atomic)
+from train.league import League, LeagueSampler
 
 
 def code_version() -> str:
@@ -132,9 +133,7 @@ class RunDir:
 
     def write_config(self, cfg: TrainConfig) -> None:
         """config.yaml, atomically (a resume rewrites it with what ``--set`` changed)."""
-        tmp = self.root / "config.yaml.part"
-        tmp.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), encoding="utf-8")
-        os.replace(tmp, self.root / "config.yaml")
+        write_atomic(self.root / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
 
     def save_checkpoint(self, model, name: str, meta: dict[str, Any], latest: bool) -> Path:
         """model.zip and its metadata, each written to a temporary name and renamed; Ctrl-C
