@@ -312,7 +312,6 @@ class VectorGame:
         self._check_open()
         if not self._started:
             raise RuntimeError("call reset() before step()")
-        acts = self._check_actions(actions)
         if where is None:
             active = self._all
         else:
@@ -322,6 +321,7 @@ class VectorGame:
                                         f"({self.num_games},), got {active.dtype} "
                                         f"{active.shape}")
             active = active.view(np.uint8)
+        acts = self._check_actions(actions, active)
         bad = vk.first_illegal(self._st, self._config, acts, active)
         if bad >= 0:
             raise VectorActionError(self._illegal_message(bad, int(acts[bad])), game=int(bad))
@@ -468,7 +468,9 @@ class VectorGame:
 
     # -- checks and messages ------------------------------------------------------------------
 
-    def _check_actions(self, actions) -> np.ndarray:
+    def _check_actions(self, actions, active: np.ndarray) -> np.ndarray:
+        """The actions as contiguous int64; the action of a game not in ``active`` (a
+        waiting game) is ignored, even one that int64 cannot hold."""
         B = self.num_games
         a = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
         if a.shape != (B,):
@@ -477,8 +479,10 @@ class VectorGame:
         if a.dtype.kind not in "iu":
             raise VectorActionError(f"actions: expected an integer array, got dtype {a.dtype}")
         if a.dtype != np.int64 or not a.flags.c_contiguous:
-            if a.dtype.kind == "u" and a.size and a.max() > np.iinfo(np.int64).max:
-                j = int(np.argmax(a))
+            big = (np.flatnonzero((a > np.iinfo(np.int64).max) & (active != 0))
+                   if a.dtype.kind == "u" else ())
+            if len(big):
+                j = int(big[0])
                 raise VectorActionError(f"game {j}: action {a[j]} is out of range (allowed: "
                                         f"0..{self.num_actions - 1})", game=j)
             a = np.ascontiguousarray(a, dtype=np.int64)

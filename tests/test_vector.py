@@ -320,6 +320,23 @@ def test_step_where_moves_only_those_games():
         vg.observe(np.full(10, 5))
 
 
+
+def test_step_where_ignores_the_actions_of_waiting_games_whatever_they_are():
+    """A waiting game's action is ignored, also one an unsigned array holds beyond int64
+    (e.g. the largest uint64 as a "no action" filler); an active game's is still refused."""
+    vg = VectorGame("culo", 4, num_games=3, seed=1)
+    vg.reset()
+    where = np.array([True, False, True])
+    actions = vg.sample_actions().astype(np.uint64)
+    actions[1] = np.iinfo(np.uint64).max
+    before = vg._st[1].copy()
+    vg.step(actions, where=where)
+    assert np.array_equal(vg._st[1], before)
+    actions = vg.sample_actions().astype(np.uint64)
+    actions[2] = 2**63
+    with pytest.raises(VectorActionError, match="game 2: action 9223372036854775808 is out"):
+        vg.step(actions, where=where)
+
 # -- bad input --------------------------------------------------------------------------------
 
 def test_bad_actions_name_the_game_and_change_nothing():
