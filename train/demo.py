@@ -79,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"""
 == 3. what next (from {Path.cwd()})
    TensorBoard (learning curves):  .venv/bin/tensorboard --logdir {run_dir / 'train' / 'tb'}
+   the learning curves as a PNG:   .venv/bin/arschloch curves {run_dir / 'train'} \\
+                                       --out {run_dir / 'curves.png'}
    play against the bot:           .venv/bin/arschloch play --rules culo --players 4 \\
                                        --bots {bundle} {bundle} greedy
    replay a tournament game:       .venv/bin/arschloch replay {run_dir / 'vs_greedy.jsonl'} | less
