@@ -611,6 +611,43 @@ def test_export_never_deletes_what_is_not_a_bundle(smoke_run, tmp_path):
     assert list(here.iterdir()) == []
 
 
+KILLED_AS_OUT_MOVES = """
+import os, signal, sys
+from pathlib import Path
+import numpy as np
+from agents.mlp import MLP
+from arschloch_env.rules import make_rules
+from train.export import write_bundle
+
+out = Path(sys.argv[1])
+rename = Path.rename
+def killed_once_out_moves(self, target):
+    if self == out:  # the old bundle leaves its name: the process dies before the new arrives
+        os.kill(os.getpid(), signal.SIGKILL)
+    return rename(self, target)
+Path.rename = killed_once_out_moves
+rng = np.random.default_rng(int(sys.argv[2]))
+mlp = MLP([(rng.normal(size=(4, 413)).astype(np.float32), np.zeros(4, np.float32)),
+           (rng.normal(size=(49, 4)).astype(np.float32), np.zeros(49, np.float32))], "tanh")
+write_bundle(out, mlp, make_rules("culo", 4).to_dict(), ["culo"], [4], "bot", {})
+"""
+
+
+def test_export_onto_a_bundle_killed_midway_leaves_the_old_or_the_new(tmp_path):
+    """Replacing a bundle swaps the directories in one step: a kill at any moment leaves a
+    whole bundle at --out (it moved the old one aside, then renamed the new one in, and a
+    kill between the two left none)."""
+    out = tmp_path / "bot"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for seed in (0, 1):
+        res = subprocess.run([sys.executable, "-c", KILLED_AS_OUT_MOVES, str(out), str(seed)],
+                             capture_output=True, text=True, env=env, timeout=120)
+        assert res.returncode == 0, res.stderr[-2000:]
+        first = load_bundle(out).manifest["policy"]["sha256"] if seed == 0 else first
+    assert load_bundle(out).manifest["policy"]["sha256"] != first  # the second replaced it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bot"]
+
+
 def test_export_of_a_checkpoint_with_damaged_metadata_says_so(smoke_run, tmp_path):
     import shutil
     latest = json.loads((smoke_run / "latest.json").read_text())

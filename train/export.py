@@ -8,6 +8,7 @@ numpy :class:`~agents.mlp.MLP` computes.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -126,17 +127,32 @@ def write_bundle(out: str | Path, mlp: MLP, rules: dict[str, Any], presets: list
                                            "sha256": file_sha256(tmp / "policy.pt2")}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n",
                                            encoding="utf-8")
-        if out.exists():
-            # moved aside into a folder of its own, so that no other path is ever deleted
+        if not out.exists():
+            tmp.rename(out)
+        elif not exchange(tmp, out):  # swapped: the old bundle is at tmp, removed below
+            # No atomic swap here: a kill between these two renames leaves the old bundle in
+            # .<out>.old.*/ and none at out. Moved aside into a folder of its own, so that no
+            # other path is ever deleted.
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
             out.rename(old / out.name)
             tmp.rename(out)
             shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swaps two paths in one step (Linux ``renameat2(RENAME_EXCHANGE)``), so that a kill
+    leaves either the old or the new one at each; False where the system has no such call."""
+    import ctypes
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
 
 
 def layout_read_by(inputs: int, R: int) -> tuple[int, list[list]]:
