@@ -167,6 +167,176 @@ def test_gae_keeps_games_and_seats_apart():
         assert (valid[:, g] == valid[:, 0]).all()
 
 
+# -- GAE against a slow reference -------------------------------------------------------------
+
+def _reference_gae(seat, trained, rewards, done, values, gamma, lam, T):
+    """Per-seat GAE written out decision by decision over a whole stream of rollouts of T steps
+    (arrays [N, B, ...], N a multiple of T). For each game, match and trained seat: the list of
+    the seat's decisions; a decision's reward is everything the seat got from its step up to
+    its next decision (or through the match end); gamma and lam count the seat's decisions;
+    a match end is terminal. The trainer finishes a decision in the rollout of its next
+    decision (or match end), so the sum of discounted deltas runs on only while the later
+    decisions are finished in that same rollout (GAE truncated at its end, where the value
+    bootstraps). Returns ({(t, game): (advantage, reward)} of the finished decisions, the set
+    of open ones, {(game, match, seat): (rewards credited, rewards in the match)})."""
+    N, B = seat.shape
+    finished, still_open, totals = {}, set(), {}
+    for j in range(B):
+        ends = [t for t in range(N) if done[t, j]]
+        for m, first in enumerate([0] + [e + 1 for e in ends]):
+            end = next((e for e in ends if e >= first), None)  # None: not over in the stream
+            last = N - 1 if end is None else end
+            if first > last:
+                continue
+            for s in range(rewards.shape[2]):
+                decs = [t for t in range(first, last + 1) if seat[t, j] == s and trained[t, j]]
+                if not decs:
+                    continue
+                after = [*decs[1:], last + 1]
+                r = [float(rewards[t:nxt, j, s].sum()) for t, nxt in zip(decs, after)]
+                totals[(j, m, s)] = (sum(r), float(rewards[first:last + 1, j, s].sum()))
+                closed = [*decs[1:], end]  # the step that finishes each decision
+                for k, t in enumerate(decs):
+                    if closed[k] is None:
+                        still_open.add((t, j))
+                        continue
+                    adv, weight = 0.0, 1.0
+                    for i in range(k, len(decs)):
+                        if closed[i] is None or closed[i] // T != closed[k] // T:
+                            break
+                        next_value = float(values[decs[i + 1], j]) if i + 1 < len(decs) else 0.0
+                        adv += weight * (r[i] + gamma * next_value - float(values[decs[i], j]))
+                        weight *= gamma * lam
+                    finished[(t, j)] = (adv, r[k])
+    return finished, still_open, totals
+
+
+def _trainer_gae(rollouts, gamma, lam):
+    """The rollouts (seat, trained, rewards, done, values; [T, B, ...] each) through one
+    Rollout buffer as the trainer takes them: compute_advantages, then
+    carry_open_transitions. Returns {(stream step, game): advantage} of every row trained on
+    (each once) and the set of transitions still carried at the end."""
+    from train.ppo_vec import CARRIED, Rollout, carry_open_transitions
+
+    T, B = rollouts[0][0].shape
+    buf = Rollout(T, B, obs_size=1, state_size=None, num_actions=2)
+    steps = slice(CARRIED, None)
+    trained_on = {}
+    for i, (seat, trained, rewards, done, values) in enumerate(rollouts):
+        buf.seat[steps], buf.trained[steps], buf.done[steps] = seat, trained, done
+        buf.rewards[steps] = 0.0
+        buf.rewards[steps, :, :rewards.shape[2]] = rewards
+        buf.value[steps] = values
+        buf.obs[steps, :, 0] = (i * T + np.arange(T))[:, None]  # the stream step, carried along
+        adv, valid, open_return = compute_advantages(buf.seat, buf.trained, buf.rewards,
+                                                     buf.done, buf.value, gamma, lam)
+        for t, j in zip(*np.nonzero(valid)):
+            key = (int(buf.obs[t, j, 0]), int(j))
+            assert key not in trained_on, f"{key} trained on twice"
+            trained_on[key] = float(adv[t, j])
+        carry_open_transitions(buf, valid, open_return)
+    carried = {(int(buf.obs[s, j, 0]), int(j)) for s, j in zip(*np.nonzero(buf.trained[:CARRIED]))}
+    return trained_on, carried
+
+
+def _check_gae_against_reference(rollouts, gamma, lam):
+    stream = [np.concatenate([r[k] for r in rollouts]) for k in range(5)]
+    finished, still_open, totals = _reference_gae(*stream, gamma, lam, len(rollouts[0][0]))
+    trained_on, carried = _trainer_gae(rollouts, gamma, lam)
+    assert set(trained_on) == set(finished) and carried == still_open
+    for key, (adv, _) in finished.items():
+        assert trained_on[key] == pytest.approx(adv, rel=1e-5, abs=1e-5), key
+    return finished, totals
+
+
+def _split(T, *arrays):
+    return [tuple(np.asarray(a[i:i + T]) for a in arrays) for i in range(0, len(arrays[0]), T)]
+
+
+def test_gae_matches_a_per_seat_reference_by_hand():
+    """Two games of four seats, rollouts of 4 steps. Game 0: seat 2 goes out early in round 1
+    and does not act again in its match (round end at step 5, match end at step 8), seat 3 is
+    a frozen opponent; the next match (seat 0 frozen there) starts in the same slot and seat 1
+    decides only once in it. Game 1
+    (three seats, all trained): one long match with rewards at three round ends, one of them
+    on a rollout's last step."""
+    #         t:  0  1  2  3 | 4  5  6  7 | 8  9 10 11
+    seat = np.array([[0, 1, 2, 3, 0, 1, 3, 0, 1, 2, 0, 3],
+                     [0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2]]).T
+    trained = np.array([[1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 0, 0],
+                        [1] * 12], bool).T
+    rewards = np.zeros((12, 2, 4), np.float32)
+    rewards[5, 0] = [-1, 1, 3, -3]   # round end in game 0; seat 2 last acted at t=2
+    rewards[8, 0] = [2, -2, 1, -1]   # match end in game 0
+    rewards[11, 0] = [1, 0, 0, -1]   # round end of the new match, nobody acted again
+    rewards[3, 1, :3] = [1, 0, -1]   # round end on a rollout's last step
+    rewards[4, 1, :3] = [0.5, 0, 0]
+    rewards[10, 1, :3] = [-1, 1, 0]
+    done = np.zeros((12, 2), bool)
+    done[8, 0] = True
+    values = np.linspace(-0.9, 0.8, 24, dtype=np.float32).reshape(12, 2)
+    for gamma, lam in [(0.9, 0.5), (1.0, 1.0), (0.99, 0.0)]:
+        finished, totals = _check_gae_against_reference(
+            _split(4, seat, trained, rewards, done, values), gamma, lam)
+        assert finished[(2, 0)][1] == 4  # seat 2: the round end's 3 and the match end's 1
+        assert (8, 0) in finished and (9, 0) not in finished   # seat 1's one decision is open
+        for (j, m, s), (credited, total) in totals.items():
+            if (j, m) == (0, 0):
+                assert credited == total, (j, m, s)
+
+
+def test_gae_matches_a_per_seat_reference_on_random_streams():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        B, n, T, K = (int(rng.integers(1, 4)), int(rng.integers(3, 7)), int(rng.integers(1, 9)),
+                      int(rng.integers(1, 6)))
+        N = T * K
+        seat = np.zeros((N, B), np.int64)
+        trained = np.zeros((N, B), bool)
+        rewards = np.zeros((N, B, n), np.float32)
+        done = rng.random((N, B)) < rng.choice([0.0, 0.05, 0.2])
+        values = rng.normal(size=(N, B)).astype(np.float32)
+        for j in range(B):
+            kind = rng.random(n) < 0.6  # drawn per match
+            for t in range(N):
+                w = rng.random(n) ** 3  # some seats wait long
+                seat[t, j] = rng.choice(n, p=w / w.sum())
+                trained[t, j] = kind[seat[t, j]]
+                if done[t, j] or rng.random() < 0.2:
+                    rewards[t, j] = rng.integers(-3, 4, size=n)
+                if done[t, j]:
+                    kind = rng.random(n) < 0.6
+        gamma, lam = float(rng.choice([1.0, 0.9, 0.5])), float(rng.choice([1.0, 0.95, 0.0]))
+        _check_gae_against_reference(_split(T, seat, trained, rewards, done, values), gamma, lam)
+
+
+def test_gae_matches_the_reference_on_real_rollouts_and_loses_no_reward(tmp_path):
+    """Real rollouts of tables of 3..6 (culo): the trainer's advantages over carries, match
+    ends and auto-resets are the reference's, and every trained seat is credited, summed over
+    its decisions, all its rewards of every match, as the engine gave them."""
+    from train import ppo_vec
+    from train.league import League
+
+    cfg = load_config(ROOT / "configs" / "ppo_vec_culo_multi.yaml", [
+        "torch_threads=1", "vec.collect_threads=1", "vec.num_games=8", "vec.rollout_steps=12",
+        "vec.mix={current: 0.5, snapshots: 0.2, random: 0.3}", "ppo.net_arch=[16]"])
+    tables, nets, _, buf, _, gen, device = ppo_vec.setup(cfg, League(tmp_path, 1), 0)
+    steps = slice(ppo_vec.CARRIED, None)
+    rollouts = []
+    for _ in range(40):
+        ppo_vec.collect_rollout(tables, nets, buf, gen, device)
+        rollouts.append(tuple(a[steps].copy() for a in (buf.seat, buf.trained, buf.rewards,
+                                                        buf.done, buf.value)))
+    for table in tables:
+        table.vg.close()
+    assert sum(r[3].sum() for r in rollouts) >= 4  # matches ended (and restarted)
+    for gamma, lam in [(cfg.ppo.gamma, cfg.ppo.gae_lambda), (1.0, 1.0)]:
+        _, totals = _check_gae_against_reference(rollouts, gamma, lam)
+    assert sum(total != 0 for _, total in totals.values()) > 20
+    for key, (credited, total) in totals.items():
+        assert credited == pytest.approx(total, abs=1e-5), key
+
+
 # -- the league's snapshots and sampling ------------------------------------------------------
 
 def test_snapshots_of_the_latest_checkpoint_survive_until_the_next(tmp_path):
