@@ -241,6 +241,8 @@ def compute_advantages(seat, trained, rewards, done, values, gamma: float,
         rewards: float [T, B, S], every seat's rewards after step t.
         done: bool [T, B], the match of game j ended in step t (rewards[t] still belong to it).
         values: float [T, B], the critic's value of the acting seat before step t.
+        gamma, lam: per decision of a seat (its own turns, not the game's steps): a
+            decision's reward is all its seat got until its next decision or match end.
 
     Returns:
         ``(advantages [T, B], valid [T, B], open_return [T, B])``: ``valid`` marks the
@@ -251,7 +253,9 @@ def compute_advantages(seat, trained, rewards, done, values, gamma: float,
     Carries per (game, seat), running backwards: ``acc`` the rewards since the seat's
     transition, ``next_value`` / ``next_adv`` of its next transition, ``known`` whether that
     next transition (or the match end) is known. A match end resets the game's carries to a
-    terminal (zero value and advantage, known) before its rewards are added.
+    terminal (zero value and advantage, known) before its rewards are added. An open
+    transition adds 0 to the advantage of its seat's decision before it, which bootstraps
+    from its value: GAE truncated at the rollout's end, as CleanRL's.
     """
     T, B = seat.shape
     S = rewards.shape[2]
