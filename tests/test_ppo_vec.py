@@ -337,6 +337,48 @@ def test_gae_matches_the_reference_on_real_rollouts_and_loses_no_reward(tmp_path
         assert credited == pytest.approx(total, abs=1e-5), key
 
 
+def test_update_entropy_is_over_legal_actions_and_a_single_legal_action_or_row_is_finite():
+    """ppo_update's masked log-softmax: the entropy it logs is that of the policy over the legal
+    actions only (illegal ones exactly 0), a row with one legal action adds 0 and no NaN, and a
+    minibatch of one row (7 rows in 4 minibatches: 2, 2, 2, 1) keeps every parameter finite."""
+    import torch
+
+    from train import ppo_vec
+
+    cfg = load_config(CONFIGS[0], ["ppo.net_arch=[8]", "vec.critic_state=false",
+                                   "ppo.n_epochs=1", "vec.minibatches=1"])
+    torch.manual_seed(0)
+    O, A, T = 5, 4, 7
+    nets = ppo_vec.Nets(ppo_vec.mlp([O, 8, A], "relu", 30.0), ppo_vec.mlp([O, 8, 1], "relu", 1.0),
+                        False, "relu")
+    buf = ppo_vec.Rollout(T, 1, O, None, A)
+    rng = np.random.default_rng(0)
+    buf.obs[:] = rng.normal(size=buf.obs.shape)
+    buf.mask[..., [0, 2]] = 1
+    buf.mask[ppo_vec.CARRIED, 0, 2] = 0  # one legal action
+    buf.logp[:] = -1.0
+    valid = np.zeros((ppo_vec.CARRIED + T, 1), bool)
+    valid[ppo_vec.CARRIED:] = True
+    adv = rng.normal(size=valid.shape).astype(np.float32)
+    x = torch.from_numpy(buf.obs[ppo_vec.CARRIED:, 0])
+    legal = torch.from_numpy(buf.mask[ppo_vec.CARRIED:, 0].astype(bool))
+    with torch.no_grad():
+        logits = nets.actor(x)
+    expected = np.mean([float(torch.distributions.Categorical(logits=row[ok]).entropy())
+                        for row, ok in zip(logits, legal)])
+    gen = torch.Generator().manual_seed(0)
+    out = ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf, adv, valid, cfg, gen,
+                             "cpu")
+    assert -out["entropy_loss"] == pytest.approx(expected, rel=1e-5)
+    cfg = load_config(CONFIGS[0], ["ppo.net_arch=[8]", "vec.critic_state=false",
+                                   "ppo.n_epochs=2", "vec.minibatches=4"])
+    out = ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf, adv, valid, cfg, gen,
+                             "cpu")
+    assert all(np.isfinite(v) for k, v in out.items() if k != "explained_variance")
+    for p in [*nets.actor.parameters(), *nets.critic.parameters()]:
+        assert torch.isfinite(p).all() and torch.isfinite(p.grad).all()
+
+
 # -- the league's snapshots and sampling ------------------------------------------------------
 
 def test_snapshots_of_the_latest_checkpoint_survive_until_the_next(tmp_path):
