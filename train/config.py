@@ -88,9 +88,10 @@ class VecConfig:
     num_games: int = 1024
     """B: games stepped together, split evenly over ``players`` (one VectorGame each)."""
     rollout_steps: int = 64
-    """T: vector steps per rollout, at least twice the table size. A rollout holds about
-    ``num_games * rollout_steps *`` (share of trained seats) samples, less one per trained
-    seat and game whose last move's outcome is not known yet (see train/ppo_vec.py)."""
+    """T: vector steps per rollout, at least twice the table size. A rollout trains on about
+    ``num_games * rollout_steps *`` (share of trained seats) samples: the moves of each trained
+    seat and game whose outcome is not known yet at its end wait for the next rollout (see
+    train/ppo_vec.py)."""
     minibatches: int = 4
     """Minibatches per epoch of the update (their size follows from the rollout)."""
     critic_state: bool = False
@@ -366,8 +367,9 @@ def validate(cfg: TrainConfig) -> None:
     v = cfg.vec
     if v.rollout_steps < 2 * max(cfg.players):
         raise ConfigError(f"vec.rollout_steps: {v.rollout_steps} is too short for tables of "
-                          f"{max(cfg.players)}; at least {2 * max(cfg.players)} (a seat's last "
-                          f"move of a rollout is not trained on; 64 is a good value)")
+                          f"{max(cfg.players)}; at least {2 * max(cfg.players)} (a seat's move is "
+                          f"trained on once it acts again: in shorter rollouts most moves wait "
+                          f"for the next; 64 is a good value)")
     if v.num_games < len(cfg.players):
         raise ConfigError(f"vec.num_games: {v.num_games} is fewer than one game per table "
                           f"size of players {cfg.players}")
