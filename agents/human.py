@@ -160,7 +160,7 @@ def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
     if raw in ("quit", "exit"):  # not "q": that is a queen
         raise QuitGame()
     if not raw:
-        raise MoveError("type a move (e.g. '8 8', 'pass' or a number); 'help' explains")
+        raise MoveError(_what_to_type(view))
     number = raw[1:] if raw.startswith("#") else raw
     # isdecimal, not isdigit: int() refuses digits such as '²' that isdigit accepts
     if number.isdecimal():
@@ -205,9 +205,10 @@ def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
     for t in tokens:
         m = CARD_RE.match(t)
         if m is None:
-            raise MoveError(f"'{_shortened(t, ECHO_WIDTH)}' is not understood: type cards "
-                            f"like '8', '8h', 't' or '10' (ten), 'pass', or a move number; "
-                            f"'help' explains")
+            raise MoveError(f"'{_shortened(t, ECHO_WIDTH)}' is not understood: "
+                            + (f"type cards like '8', '8h', 't' or '10' (ten), 'pass', or a "
+                               f"move number; 'help' explains" if phase == "play"
+                               else _phase_hint(view)))
         word, suit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), None)
         rank = RANK_ALIASES.get(word, word.upper())
         if rank not in order:
@@ -215,7 +216,7 @@ def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
                             f"{' '.join(show_rank(r) for r in order)})")
         parsed.append((rank, suit.upper() if suit else None))
     if not parsed:
-        raise MoveError("type a move (e.g. '8 8', 'pass' or a number); 'help' explains")
+        raise MoveError(_what_to_type(view))
     if len({r for r, _ in parsed}) > 1:
         raise MoveError("all cards of one move must have the same rank (suits never matter "
                         "for play)")
@@ -256,6 +257,14 @@ def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
         return action, None
     rest = [c for c in of_rank if c not in suited]  # untyped suits: the lowest ones left
     return action, suited + rest[:k - len(suited)]
+
+
+def _what_to_type(view: dict) -> str:
+    """What an empty line is answered with: the moves of this phase (no '8 8' or 'pass' when
+    a card is to be given, taken or laid)."""
+    if view["phase"] == "play":
+        return "type a move (e.g. '8 8', 'pass' or a number); 'help' explains"
+    return _phase_hint(view)
 
 
 def _phase_hint(view: dict) -> str:

@@ -86,6 +86,27 @@ def test_bad_moves_are_explained(text, message):
     assert message in str(exc.value)
 
 
+
+@pytest.mark.parametrize("phase", ["take", "lay", "give"])
+@pytest.mark.parametrize("text", ["", "   ", "give", "xyz"])
+def test_bad_input_in_the_swap_and_exchange_says_what_this_phase_takes(phase, text):
+    """An empty or not-understood line while a card is to be taken, laid or given is answered
+    with that phase's moves, never with '8 8' or 'pass', which are refused there."""
+    from arschloch_env.rules import make_rules
+
+    game = Game(make_rules("culo", 3), seed=1, auto_pass=True)
+    while public_view(game, game.current)["phase"] != phase:  # round 2's swap and exchange
+        game.step(game.legal_actions()[0])
+    view = public_view(game, game.current)
+    if text == "give" and phase == "give":
+        text = "give xyz"
+    with pytest.raises(MoveError) as exc:
+        parse_move(text, view)
+    message = str(exc.value)
+    assert "'8 8'" not in message and "'pass'" not in message, message
+    assert {"take": "take one of the face-up", "lay": "lay one card",
+            "give": "giving cards back"}[phase] in message
+
 def test_following_moves():
     game, _ = _lead_view()
     game.step(1)  # player_0 leads the single 7
