@@ -23,6 +23,7 @@ import contextlib
 import re
 import signal
 import sys
+import textwrap
 import unicodedata
 from typing import Any, Callable
 
@@ -49,10 +50,25 @@ ECHO_WIDTH = 20
 """The most of a not-understood word an error message repeats (a pasted line can be long)."""
 NAME_WIDTH = 14
 """The player column of the seat table and of the round summary: longer names are cut."""
-PRESIDENT_WINS = ("points do not decide the winner here: the President of the last round wins "
-                  "the match")
+PRESIDENT_WINS = "points do not decide here: the President of the last round wins the match"
 """Said wherever totals are shown under rules with ``winner: president`` (the culo presets),
 where the totals only show what the places would score."""
+
+
+WIDTH = 80
+"""The terminal width the game's lines fit: longer ones are wrapped, never cut."""
+
+
+def wrapped(text: str, width: int = WIDTH) -> str:
+    """``text`` with every line longer than ``width`` wrapped at spaces, its continuation
+    lines indented 4 more than the line, so that an 80-column terminal breaks no word."""
+    lines = []
+    for line in text.split("\n"):
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        lines.extend([line] if len(line) <= width else textwrap.wrap(
+            line, width, subsequent_indent=indent + "    ", break_long_words=False,
+            break_on_hyphens=False))
+    return "\n".join(lines)
 
 
 def show_rank(rank: str) -> str:
@@ -317,9 +333,9 @@ class HumanAgent:
         :meth:`act_cards` instead and moves the very cards typed."""
         action, cards = self.act_cards(observation, view)
         if cards:
-            self.output(f"  (this game takes moves without suits: the engine picks the cards "
-                        f"of that rank, not necessarily {' '.join(cards)}; suits never matter "
-                        f"for play)")
+            self.output(wrapped(f"  (this game takes moves without suits: the engine picks "
+                                f"the cards of that rank, not necessarily {' '.join(cards)}; "
+                                f"suits never matter for play)"))
         return action
 
     def act_cards(self, observation: dict, view: dict | None) -> tuple[int, list[str] | None]:
@@ -338,19 +354,19 @@ class HumanAgent:
         Raises:
             QuitGame: ``quit`` or end of input.
         """
-        self.output(self.describe(view, observation))
+        self.output(wrapped(self.describe(view, observation)))
         while True:
             try:
                 text = self.input_fn(PROMPT)
             except EOFError:
                 raise QuitGame() from None
             if _normalized(text) in ("help", "h", "?"):
-                self.output(HELP)
+                self.output(wrapped(HELP))
                 continue
             try:
                 action, cards = parse_move(text, view)
             except MoveError as exc:
-                self.output(f"  ! {exc}")
+                self.output(wrapped(f"  ! {exc}"))
                 continue
             self._tell_hint(view, action, cards)
             return action, cards
@@ -371,10 +387,12 @@ class HumanAgent:
                 flags.append("passed")
             if view["table"] is not None and view["table"]["seat"] == s:
                 flags.append("on the table")
-            lines.append(f"  player_{s:<2} {_table_name(s, me, labels):{NAME_WIDTH}} "
-                         f"{view['titles'][s] or '-':15} "
-                         f"{view['counts'][s]:5} {view['totals'][s]:6}  {', '.join(flags)}"
-                         .rstrip())
+            row = (f"  player_{s:<2} {_table_name(s, me, labels):{NAME_WIDTH}} "
+                   f"{view['titles'][s] or '-':15} {view['counts'][s]:5} "
+                   f"{view['totals'][s]:6}  ")
+            # flags that pass the 80th column go on under the flags column
+            lines.extend(textwrap.wrap(row + ", ".join(flags), WIDTH, subsequent_indent=" "
+                                       * len(row), break_on_hyphens=False))
         if view["rules"]["winner"] == "president":
             lines.append(f"  ({PRESIDENT_WINS})")
         if view["phase"] == "play":
@@ -530,7 +548,7 @@ def play_terminal(rules, bots: list[Any], labels: list[str], seat: int, seed: in
         for event in game.events[shown:]:
             line = narrate(event, seat, labels, hands, game.rules.winner)
             if line is not None:
-                output(line)
+                output(wrapped(line))
             follow_hands(hands, event)
         shown = len(game.events)
         if game.is_over:
@@ -540,7 +558,7 @@ def play_terminal(rules, bots: list[Any], labels: list[str], seat: int, seed: in
         except AgentError as exc:
             if game.current != seat:
                 raise
-            output(f"  ! {exc}")  # parse_move checks first; this is a safety net
+            output(wrapped(f"  ! {exc}"))  # parse_move checks first; this is a safety net
 
 
 def add_parser(sub) -> None:
@@ -598,8 +616,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
     writer = open_record(args.record,
                          input_paths(args.rules, "--bots", [*specs, *filter(None, [args.hint])]))
     human = HumanAgent(hint=hint, hint_label=args.hint or "hint", labels=labels)
-    print(f"Arschloch: {rules.preset}, {n} players, you are player_{args.seat}; seed {seed}. "
-          f"'help' explains the input.")
+    print(wrapped(f"Arschloch: {rules.preset}, {n} players, you are player_{args.seat}; seed "
+                  f"{seed}. 'help' explains the input."))
     # A parent that ignores SIGINT (nohup, some test runners) would pass that on to us and
     # leave Ctrl-C dead; the player must always be able to leave.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -618,10 +636,11 @@ def _cmd_play(args: argparse.Namespace) -> int:
             print("\ninterrupted (Ctrl-C); you left the game")
             code = 130
     if writer is not None and finished:
-        print(f"record: {args.record} ({finished} finished match(es)"
-              + ("" if finished == args.matches else "; the unfinished one is not kept") + ")")
+        print(wrapped(f"record: {args.record} ({finished} finished match(es)"
+                      + ("" if finished == args.matches else "; the unfinished one is not kept")
+                      + ")"))
     elif writer is not None:
-        print(f"record: none written to {args.record} (no match finished)")
+        print(wrapped(f"record: none written to {args.record} (no match finished)"))
     sys.stdout.flush()
     return code
 

@@ -414,7 +414,8 @@ def test_act_alone_says_the_typed_suits_do_not_go_with_the_action():
     out = []
     human = HumanAgent(input_fn=lambda prompt: "8d", output=out.append)
     assert human.act({}, view) == _id(view, "single 8")
-    assert "the engine picks the cards of that rank, not necessarily 8D" in out[-1]
+    assert ("the engine picks the cards of that rank, not necessarily 8D"
+            in " ".join(out[-1].split()))  # wrapped at 80 columns
     human = HumanAgent(input_fn=lambda prompt: "t", output=out.append)
     assert human.act({}, view) == _id(view, "single 10") and "engine picks" not in out[-1]
 
@@ -501,3 +502,24 @@ def test_totals_say_when_they_do_not_decide_the_winner(preset, overrides, presid
     assert (f"({PRESIDENT_WINS})" in screens[0]) is president_wins
     assert summary.endswith(f"\n  ({PRESIDENT_WINS})") is president_wins
     assert end.endswith(", the President of the last round") is president_wins
+
+
+@pytest.mark.parametrize("preset,players", [("culo-52", 6), ("tavern", 5), ("culo", 3)])
+def test_every_line_of_a_match_fits_80_columns(preset, players):
+    """Screens, help, refusals and narration (a bundle's long name included) stay within 80
+    columns: a longer line would break words on an 80-column terminal."""
+    import itertools
+
+    from agents.human import play_terminal
+    from agents.random_agent import RandomAgent
+    from arschloch_env.rules import make_rules
+
+    typed = itertools.cycle(["help", "xyz", "#99", "#1"])
+    out = []
+    human = HumanAgent(input_fn=lambda prompt: next(typed), output=out.append,
+                       labels=["human"] + ["bots/ppo_vec_culo_multi"] * (players - 1))
+    play_terminal(make_rules(preset, players, rounds=2), [RandomAgent()] * (players - 1),
+                  human.labels, 0, 7, 0, human, output=out.append)
+    lines = "\n".join(out).splitlines()
+    assert any("match over" in line for line in lines)
+    assert [line for line in lines if len(line) > 80] == []
