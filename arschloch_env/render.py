@@ -23,9 +23,13 @@ def render_text(game, seat: int | None = None, reveal: bool = False) -> str:
             flags.append("passed")
         if s == game.current and game.phase != "over":
             flags.append("to act")
-        hand = " ".join(hand_cards(game.hands[s], order)) if (reveal or s == me) else ""
         lines.append(f"  {player_name(s):9} {title or '':15} cards {game.sizes[s]:2}  "
-                     f"points {game.totals[s]:3}  {', '.join(flags):22} {hand}".rstrip())
+                     f"points {game.totals[s]:3}  {', '.join(flags)}".rstrip())
+    # the hands under the table, one line each, so that a line fits 80 columns
+    for s in range(game.n):
+        if reveal or s == me:
+            lines.append(f"  hand of {player_name(s)}: "
+                         f"{' '.join(hand_cards(game.hands[s], order)) or '-'}")
     if game.phase == "play" and game.table_count:
         last = next(m for s, q, m in reversed(game.plays))
         cards = " ".join(mask_cards(order[game.table_rank], last))

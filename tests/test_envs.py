@@ -85,6 +85,20 @@ def test_render_at_the_end_shows_the_titles_the_last_round_earned():
         assert line.split()[:2] == [f"player_{s}", names[game.round_places[-1][s] - 1]], line
 
 
+
+def test_render_fits_80_columns_with_every_hand_shown():
+    """A hand of 18 cards (tavern, 3 players) is shown on a line of its own, not at the end
+    of its seat's row, so that every line fits an 80-column terminal."""
+    from arschloch_env.engine import Game
+    from arschloch_env.render import render_text
+    from arschloch_env.rules import make_rules
+    game = Game(make_rules("tavern", 3), seed=1)
+    for text in (render_text(game), render_text(game, reveal=True)):
+        assert max(len(line) for line in text.splitlines()) <= 80, text
+    shown = render_text(game, reveal=True)
+    for s in range(3):
+        assert f"hand of player_{s}: " in shown
+
 def test_render_without_mode_warns():
     env = arschloch_env.env(rules="culo", num_players=4)
     env.reset(seed=0)
