@@ -298,11 +298,20 @@ def _phase_hint(view: dict) -> str:
 
 # -- the agent --------------------------------------------------------------------------------
 
+def _echoed_input(prompt: str) -> str:
+    """:func:`input` for moves read from a pipe or file, which the terminal does not echo:
+    the line read is shown after the prompt, so the next output does not run on after it."""
+    text = input(prompt)
+    print(text)
+    return text
+
+
 class HumanAgent:
     """The agent protocol on a terminal: shows the seat's view and reads a move.
 
     Args:
-        input_fn: reads one line (default :func:`input`); EOF (Ctrl-D) leaves the game.
+        input_fn: reads one line (default :func:`input`, which echoes what it read when
+            stdin is no terminal); EOF (Ctrl-D) leaves the game.
         output: writes one line (default :func:`print`).
         hint: an agent whose choice is shown as a hint at every decision.
         labels: names of the seats' players, for the table.
@@ -312,9 +321,11 @@ class HumanAgent:
     uses_view = True
     interactive = True
 
-    def __init__(self, input_fn: Callable[[str], str] = input,
+    def __init__(self, input_fn: Callable[[str], str] | None = None,
                  output: Callable[[str], Any] = print, hint: Any = None,
                  hint_label: str = "hint", labels: list[str] | None = None):
+        if input_fn is None:
+            input_fn = input if sys.stdin is not None and sys.stdin.isatty() else _echoed_input
         self.input_fn = input_fn
         self.output = output
         self.hint = hint

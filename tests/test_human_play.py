@@ -523,3 +523,19 @@ def test_every_line_of_a_match_fits_80_columns(preset, players):
     lines = "\n".join(out).splitlines()
     assert any("match over" in line for line in lines)
     assert [line for line in lines if len(line) > 80] == []
+
+
+def test_moves_read_from_a_pipe_are_echoed_after_the_prompt():
+    """Moves piped in are not echoed by a terminal: the game shows each line it read after
+    its prompt, so the transcript says what was typed and the next line does not run on."""
+    import os
+    import subprocess
+
+    res = subprocess.run([sys.executable, "-m", "arschloch_env.cli", "play", "--rules", "culo",
+                          "--players", "3", "--bots", "greedy", "--seed", "1"],
+                         input="zz\n#1\n", capture_output=True, text=True, timeout=60, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"})
+    assert res.returncode == 0, res.stderr
+    prompts = [line for line in res.stdout.splitlines() if line.startswith(PROMPT)]
+    assert prompts[:2] == [PROMPT + "zz", PROMPT + "#1"], prompts
+    assert res.stdout.rstrip().endswith("you left the game")
