@@ -939,3 +939,32 @@ def test_seat_counts_name_only_kinds_that_played_or_the_mix_names(tmp_path):
     assert "random" not in counts, counts
     # no snapshot yet: the snapshots seats play current, and say so
     assert counts["current"] > 0 and counts["greedy"] > 0, counts
+
+
+class IllegalAgent:
+    """Always answers action 0 (a pass), which is illegal at a lead."""
+
+    name = "always-pass"
+
+    def act(self, observation, view):
+        return 0
+
+
+def test_an_agent_seat_with_an_illegal_action_is_named(tmp_path):
+    from agents.runner import AgentError
+    from arschloch_env.rules import make_rules
+    from train.league import League
+    from train.ppo_vec_seats import AGENT, SnapshotPool, Table
+
+    pool = SnapshotPool(League(tmp_path / "league", 5))
+    pool.refresh()
+    table = Table(make_rules("culo", 4), 8, 1, {"test_ppo_vec:IllegalAgent": 1.0}, pool,
+                  np.random.default_rng(0), None)
+    actions = np.zeros(8, np.int64)
+    with pytest.raises(AgentError, match=r"agent 'always-pass' in player_\d chose an illegal "
+                                         r"action: game \d+: player_\d cannot 'pass'"):
+        for _ in range(40):  # until an agent seat leads
+            kind = table.acting_kind(table.seat)
+            actions[kind != AGENT] = table.vg.sample_actions()[kind != AGENT]
+            table.agent_actions(actions, table.seat, kind)
+            table.step(actions)

@@ -36,10 +36,10 @@ import numpy as np
 
 from agents.base import make_agent
 from agents.mlp import MLP
-from agents.runner import agent_seed
+from agents.runner import agent_seed, illegal_choice
 from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
-from arschloch_env.vector import VectorGame
+from arschloch_env.vector import VectorActionError, VectorGame
 from arschloch_env.view import public_view
 
 LEARNER, CURRENT, SNAPSHOT, RANDOM, AGENT = range(5)
@@ -310,7 +310,14 @@ class Table:
         """Steps the games (and the mirrors), re-seats the games whose match ended; returns
         ``(rewards [B, n], done [B])``."""
         self.decisions += self.acting_kind(self.seat) == LEARNER
-        self.obs, self.mask, rewards, done = self.vg.step(actions)
+        try:
+            self.obs, self.mask, rewards, done = self.vg.step(actions)
+        except VectorActionError as exc:  # the engine names the game, not the agent
+            g = exc.game
+            if g is None or self.kind[g, self.seat[g]] != AGENT:
+                raise
+            s = int(self.seat[g])
+            raise illegal_choice(self.agents[g][s], s, exc) from None
         for g, game in self.mirrors.items():
             game.step(int(actions[g]))
             if self.debug:
