@@ -8,7 +8,7 @@ against three experts, so that it sees realistic positions.
 
 Usage::
 
-    python bench/bots.py                 # all bots, about 40 s
+    python bench/bots.py                 # all bots, about 70 s
     python bench/bots.py --bots mc --seconds 20
 """
 

@@ -3,7 +3,7 @@ opponents for each episode from them, the learner's current weights and heuristi
 
 Files in the league directory::
 
-    league.json            {"snapshots": [{"file": "snap_000050000.npz", "steps": 50000}, ...]}
+    league.json            {"snapshots": [{"file": "snap_000000050000.npz", "steps": 50000}, ...]}
     snap_<steps>.npz       frozen weights (agents.mlp.MLP)
     current.npz            the learner's latest weights, refreshed after every rollout
 
