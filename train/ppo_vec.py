@@ -50,10 +50,11 @@ Run directory: as the SB3 trainer's (:mod:`train.sb3_trainer`), with ``.pt`` che
 (:mod:`train.ppo_vec_io`); TensorBoard under ``tb/ppo_vec_1``: ``charts/samples_per_s``
 (collect + update), ``charts/illegal_actions``, ``league/share/<kind>`` (share of the seats
 drawn since the last rollout, for the kinds the mix names and any that played unnamed),
-``league/pool_size``, ``eval/vs_<field>/...``, ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean`` (the learner seat's match return and
-decisions), and the update's ``train/*`` and ``time/fps`` under SB3's names and signs
-(``train/entropy_loss`` is minus the entropy, ``train/value_loss`` the critic's mean squared
-error), so that both trainers' runs read alike in TensorBoard.
+``league/pool_size``, ``eval/vs_<field>/...``, ``rollout/ep_rew_mean`` and
+``rollout/ep_len_mean`` (the learner seat's match return and decisions), and the update's
+``train/*`` and ``time/fps`` under SB3's names and signs (``train/entropy_loss`` is minus the
+entropy, ``train/value_loss`` the critic's mean squared error), so that both trainers' runs
+read alike in TensorBoard.
 """
 
 from __future__ import annotations

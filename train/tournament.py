@@ -205,11 +205,6 @@ def _work(d: int) -> dict:
         raise _BotStopped(type(e).__name__, getattr(e, "code", None)) from None
 
 
-def _reraise_stopped(e: _BotStopped):
-    kind, code = e.args
-    raise KeyboardInterrupt if kind == "KeyboardInterrupt" else SystemExit(code)
-
-
 class _StopFlag:
     """Ctrl-C sets a flag instead of raising; a second Ctrl-C raises KeyboardInterrupt."""
 
@@ -260,7 +255,8 @@ def _blocks_in_pool(player: BlockPlayer, deals: int, jobs: int, stop: _StopFlag)
                 except mp.TimeoutError:
                     continue
                 except _BotStopped as e:
-                    _reraise_stopped(e)
+                    kind, code = e.args
+                    raise KeyboardInterrupt if kind == "KeyboardInterrupt" else SystemExit(code)
             yield block
     finally:
         pool.terminate()
