@@ -48,6 +48,18 @@ def test_bundle_is_complete(bot):
 
 
 @pytest.mark.parametrize("bot", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_bundle_graph_has_the_oldest_ir_version_its_opset_allows(bot):
+    """onnxruntime refuses an IR version newer than it knows, though it runs every operator
+    of the opset: a graph stamped with the exporting onnx's newest IR would not load in the
+    oldest onnxruntime the project supports."""
+    import onnx
+    from onnx import helper
+
+    model = onnx.load(str(bot / "policy.onnx"))
+    assert model.ir_version == helper.find_min_ir_version_for(list(model.opset_import))
+
+
+@pytest.mark.parametrize("bot", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_bundle_plays_every_table_size_it_was_trained_for(bot):
     manifest = json.loads((bot / "manifest.json").read_text())
     for n in manifest["players"]:

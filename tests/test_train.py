@@ -759,6 +759,23 @@ def test_a_policy_of_an_earlier_layout_exports_as_that_version(tmp_path):
         write_bundle(tmp_path / "bad", bad, rules, ["culo"], [4], "bad", {"steps": 0})
 
 
+def test_an_exported_graph_has_the_oldest_ir_version_its_opset_allows(tmp_path):
+    """onnx stamps a graph with its own newest IR version, which an onnxruntime older than
+    that onnx refuses to load (IR 14 against onnxruntime 1.30's 13)."""
+    import onnx
+    from onnx import helper
+
+    from arschloch_env.rules import make_rules
+    from train.export import ONNX_OPSET, write_bundle
+    rng = np.random.default_rng(0)
+    mlp = MLP([(rng.normal(size=(49, 413)), np.zeros(49))], "relu")
+    out = write_bundle(tmp_path / "b", mlp, make_rules("culo", 4).to_dict(), ["culo"], [4],
+                       "b", {"steps": 0})
+    model = onnx.load(str(out / "policy.onnx"))
+    assert model.ir_version == helper.find_min_ir_version_for([helper.make_opsetid("",
+                                                                                 ONNX_OPSET)])
+
+
 # -- numeric fields, a run stopped early, Ctrl-C ----------------------------------------------
 
 MULTI = ROOT / "configs" / "ppo_culo_multi.yaml"

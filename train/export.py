@@ -60,8 +60,11 @@ def mlp_to_onnx(mlp: MLP, num_actions: int):
         [helper.make_tensor_value_info("action", TensorProto.INT64, ["N"]),
          helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", num_actions])],
         initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", ONNX_OPSET)],
-                              producer_name="arschloch")
+    opsets = [helper.make_opsetid("", ONNX_OPSET)]
+    # the oldest IR that holds the opset, not the installed onnx's newest: an onnxruntime
+    # older than that onnx refuses a newer IR even though it runs every operator here
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="arschloch",
+                              ir_version=helper.find_min_ir_version_for(opsets))
     onnx.checker.check_model(model)
     return model
 
