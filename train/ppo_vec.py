@@ -321,9 +321,9 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
     params = [*nets.actor.parameters(), *nets.critic.parameters()]
     N = len(idx)
     size = max(1, math.ceil(N / cfg.vec.minibatches))
-    stats: dict[str, list[float]] = {k: [] for k in (
-        "policy_gradient_loss", "value_loss", "entropy_loss", "loss", "approx_kl",
-        "clip_fraction")}
+    names = ("policy_gradient_loss", "value_loss", "entropy_loss", "loss", "approx_kl",
+             "clip_fraction")  # named and signed as SB3's PPO logs them
+    stats = []  # one tensor per minibatch, read once at the end: no device sync per step
     # Minibatch rows by index_select: about twice as fast as indexing (obs[mb]) on CPU.
     for _ in range(p.n_epochs):
         perm = torch.randperm(N, generator=generator).to(device)
@@ -349,15 +349,12 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, p.max_grad_norm)
             optimizer.step()
-            with torch.no_grad():  # named and signed as SB3's PPO logs them
-                stats["policy_gradient_loss"].append(float(pg_loss))
-                stats["value_loss"].append(float(v_loss))
-                stats["entropy_loss"].append(-float(entropy))
-                stats["loss"].append(float(loss))
-                stats["approx_kl"].append(float(((ratio - 1) - log_ratio).mean()))
-                stats["clip_fraction"].append(float(((ratio - 1).abs() > p.clip_range).float()
-                                                    .mean()))
-    out = {k: float(np.mean(v)) if v else 0.0 for k, v in stats.items()}
+            with torch.no_grad():
+                stats.append(torch.stack([
+                    pg_loss, v_loss, -entropy, loss, ((ratio - 1) - log_ratio).mean(),
+                    ((ratio - 1).abs() > p.clip_range).float().mean()]))
+    means = torch.stack(stats).double().mean(0).tolist() if stats else [0.0] * len(names)
+    out = dict(zip(names, means))
     y, v = returns.cpu().numpy(), old_value.cpu().numpy()
     var = float(np.var(y)) if N else 0.0
     out["explained_variance"] = float("nan") if var == 0 else 1.0 - float(np.var(y - v)) / var
