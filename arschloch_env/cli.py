@@ -334,6 +334,10 @@ EXTERNAL = {
 }
 
 
+TRAIN_EXTRA = frozenset({"torch", "stable_baselines3", "sb3_contrib", "tensorboard", "onnx"})
+"""The modules of pyproject's ``train`` extra, which the base install does without."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="arschloch", description="Arschloch (President) "
                                      "reinforcement-learning kit.")
@@ -409,6 +413,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except BrokenPipeError:
         return 0
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").partition(".")[0]
+        if missing not in TRAIN_EXTRA:
+            raise
+        # the base install plays, simulates and runs bundles; training needs the extra
+        print(f"arschloch {args.command}: error: {missing} is not installed; this command "
+              f"needs the training extra: pip install -e '.[train]' (or scripts/env.sh, "
+              f"which installs it)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

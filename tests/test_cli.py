@@ -459,3 +459,20 @@ def test_train_help_names_every_field_a_resume_may_change():
     for field in RESUMABLE:
         assert words.get(field, field) in text, field
         assert words.get(field, f"`{field}`") in readme, field
+
+
+@pytest.mark.parametrize("missing, argv", [
+    ("torch", ["train", "--config", str(ROOT / "configs" / "ppo_smoke.yaml")]),
+    ("tensorboard", ["curves", ".", "--out", "curves.png"]),
+])
+def test_a_training_command_without_the_training_extra_says_what_to_install(
+        tmp_path, monkeypatch, capsys, missing, argv):
+    """The base install plays bundles without torch; a command that trains names the module
+    that is missing and the extra to install, without a traceback."""
+    from arschloch_env.cli import main
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, missing, None)  # import raises ModuleNotFoundError
+    assert main([*argv, "--run-dir", "run"] if argv[0] == "train" else argv) == 2
+    err = capsys.readouterr().err
+    assert f"{missing} is not installed" in err and "pip install -e '.[train]'" in err, err
+    assert not (tmp_path / "run").exists()
