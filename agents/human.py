@@ -283,10 +283,20 @@ def _what_to_type(view: dict) -> str:
     return _phase_hint(view)
 
 
-def _phase_hint(view: dict) -> str:
+GIVES_BACK_TO = {"President": "Arschloch", "Vice-President": "Vice-Arschloch"}
+"""The title a title gives cards back to in the exchange: the one that handed it its best."""
+
+
+def _phase_hint(view: dict, labels: list[str] | None = None) -> str:
     if view["phase"] == "give":
-        return (f"you are giving cards back in the exchange ({view['to_give']} more): type a "
-                f"card of your hand, e.g. '{view['hand'][0].lower()}', or a move number")
+        titles = view["titles"]
+        to = GIVES_BACK_TO.get(titles[view["seat"]])
+        seat = titles.index(to) if to in titles else None
+        whom = ("" if seat is None else f" to {_name(seat, view['seat'], labels)}" if labels
+                else f" to player_{seat}")
+        return (f"you are giving cards back{whom} in the exchange ({view['to_give']} more): "
+                f"type a card of your hand, e.g. '{view['hand'][0].lower()}', or a move "
+                f"number")
     if view["phase"] == "take":
         return (f"take one of the face-up left-over cards ({' '.join(view['face_up'])}): type "
                 f"it, e.g. '{view['face_up'][0].lower()}', or a move number")
@@ -419,7 +429,7 @@ class HumanAgent:
             lines.append(f"  this round you received: {' '.join(view['received']) or '-'}; "
                          f"gave: {' '.join(view['given']) or '-'}")
         lines.append(f"  your hand: {' '.join(view['hand'])}")
-        lines.append("  " + _phase_hint(view) if view["phase"] != "play" else
+        lines.append("  " + _phase_hint(view, labels) if view["phase"] != "play" else
                      "  legal moves:")
         width = max(len(x["move"]) for x in view["legal"])
         for i, x in enumerate(view["legal"], 1):

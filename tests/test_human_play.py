@@ -107,6 +107,29 @@ def test_bad_input_in_the_swap_and_exchange_says_what_this_phase_takes(phase, te
     assert {"take": "take one of the face-up", "lay": "lay one card",
             "give": "giving cards back"}[phase] in message
 
+
+@pytest.mark.parametrize("players", [3, 4, 5])
+def test_the_give_back_prompt_names_the_seat_that_receives(players):
+    """The President gives back to the Arschloch, the Vice-President to the Vice-Arschloch."""
+    from arschloch_env.rules import make_rules
+
+    game = Game(make_rules("culo", players, rounds=2), seed=1, auto_pass=True)
+    receivers = set()
+    while not game.is_over:
+        view = public_view(game, game.current)
+        if view["phase"] == "give":
+            to = {"President": "Arschloch", "Vice-President": "Vice-Arschloch"}[
+                view["titles"][view["seat"]]]
+            seat = view["titles"].index(to)
+            receivers.add(to)
+            with pytest.raises(MoveError, match=f"giving cards back to player_{seat} in"):
+                parse_move("", view)
+            labels = [f"bot{s}" for s in range(players)]
+            shown = HumanAgent(labels=labels).describe(view)
+            assert f"giving cards back to player_{seat} (bot{seat}) in the exchange" in shown
+        game.step(game.legal_actions()[0])
+    assert receivers == ({"Arschloch"} if players == 3 else {"Arschloch", "Vice-Arschloch"})
+
 def test_following_moves():
     game, _ = _lead_view()
     game.step(1)  # player_0 leads the single 7
