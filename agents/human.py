@@ -292,8 +292,9 @@ def _phase_hint(view: dict, labels: list[str] | None = None) -> str:
         titles = view["titles"]
         to = GIVES_BACK_TO.get(titles[view["seat"]])
         seat = titles.index(to) if to in titles else None
-        whom = ("" if seat is None else f" to {_name(seat, view['seat'], labels)}" if labels
-                else f" to player_{seat}")
+        whom = ""
+        if seat is not None:
+            whom = " to " + (_name(seat, view["seat"], labels) if labels else f"player_{seat}")
         return (f"you are giving cards back{whom} in the exchange ({view['to_give']} more): "
                 f"type a card of your hand, e.g. '{view['hand'][0].lower()}', or a move "
                 f"number")
