@@ -382,4 +382,11 @@ def load_torch_program(path: str | Path):
     if entry and file_sha256(program) != entry["sha256"]:
         raise BundleError(f"bundle {str(root)!r}: {program.name} is damaged (its sha256 does "
                           f"not match the manifest)")
-    return torch.export.load(str(program))
+    try:
+        return torch.export.load(str(program))
+    except Exception as exc:  # noqa: BLE001 - torch raises many kinds for an archive it can't read
+        # torch.export archives are not promised to load in another torch release
+        wrote = (entry or {}).get("torch_version", "an unrecorded version")
+        raise BundleError(f"bundle {str(root)!r}: torch {torch.__version__} cannot load "
+                          f"{program.name}, written by torch {wrote} ({type(exc).__name__}: "
+                          f"{exc}); use policy.onnx, or re-export with this torch") from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -364,7 +365,8 @@ def test_torch_program_is_checked_against_its_checksum(bundle, tmp_path):
     out, model = bundle
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["policy"]["torch"] == {"file": "policy.pt2",
-                                           "sha256": file_sha256(out / "policy.pt2")}
+                                           "sha256": file_sha256(out / "policy.pt2"),
+                                           "torch_version": torch.__version__}
     swapped = tmp_path / "swapped"
     shutil.copytree(out, swapped)
     mlp = policy_mlp(model)
@@ -384,6 +386,30 @@ def test_torch_program_is_checked_against_its_checksum(bundle, tmp_path):
     (before / "policy.pt2").unlink()
     with pytest.raises(BundleError, match="no policy.pt2"):
         load_torch_program(before)
+
+
+def test_a_torch_program_torch_cannot_read_names_both_torch_versions(bundle, tmp_path):
+    """torch.export archives are not promised to load in another torch release: the error
+    names the torch that wrote the file and the one that reads it, and the way out."""
+    import shutil
+
+    import torch
+
+    from agents.bundle import file_sha256
+
+    out, _ = bundle
+    unreadable = tmp_path / "unreadable"
+    shutil.copytree(out, unreadable)
+    (unreadable / "policy.pt2").write_bytes(b"PK\x03\x04 not an archive of this torch")
+    manifest = json.loads((unreadable / "manifest.json").read_text())
+    manifest["policy"]["torch"].update(sha256=file_sha256(unreadable / "policy.pt2"),
+                                       torch_version="9.9.9")
+    (unreadable / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match=rf"torch {re.escape(torch.__version__)} cannot load "
+                                          r"policy.pt2, written by torch 9.9.9 .*use "
+                                          r"policy.onnx, or re-export with this torch"):
+        load_torch_program(unreadable)
+    assert load_bundle(unreadable).policy(*_observations(5))[0].shape == (5,)
 
 
 def test_bundle_loads_and_plays_without_torch(bundle):

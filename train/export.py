@@ -127,7 +127,8 @@ def write_bundle(out: str | Path, mlp: MLP, rules: dict[str, Any], presets: list
         if torch_program is not None:
             # verified by agents.bundle.load_torch_program, as policy.onnx by load_bundle
             manifest["policy"]["torch"] = {"file": "policy.pt2",
-                                           "sha256": file_sha256(tmp / "policy.pt2")}
+                                           "sha256": file_sha256(tmp / "policy.pt2"),
+                                           "torch_version": torch.__version__}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n",
                                            encoding="utf-8")
         if not out.exists():
