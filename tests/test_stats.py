@@ -18,7 +18,7 @@ def test_t_quantile_matches_the_tables(df, value):
 
 def test_t_tends_to_the_normal():
     assert t_quantile(0.975, 1e6) == pytest.approx(1.959964, abs=1e-5)
-    assert t_quantile(0.5, 3) == 0.0
+    assert t_quantile(0.5, 3) == pytest.approx(0.0, abs=1e-12)  # scipy 1.11: 7e-17
     with pytest.raises(ValueError):
         t_quantile(1.0, 3)
 
