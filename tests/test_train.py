@@ -1394,18 +1394,46 @@ def test_learning_curves_of_logs_that_share_steps_hold_one_point_per_step(tmp_pa
 def test_learning_curves_of_one_rollout_show_its_point(tmp_path, monkeypatch):
     """A run of one rollout has one point of rollout/ep_rew_mean, which a line without a
     marker does not draw: the panel came out empty."""
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
     from torch.utils.tensorboard import SummaryWriter
 
     from train.curves import plot_learning_curves
     run = tmp_path / "run"
     with SummaryWriter(str(run / "tb" / "ppo_1")) as w:
         w.add_scalar("rollout/ep_rew_mean", -0.9, 1024)
-    figures = []
-    monkeypatch.setattr(plt, "close", figures.append)
+    figures, save = [], Figure.savefig
+    monkeypatch.setattr(Figure, "savefig",
+                        lambda fig, *a, **k: (figures.append(fig), save(fig, *a, **k))[1])
     plot_learning_curves(run, tmp_path / "c.png")
     (line,) = figures[0].axes[0].get_lines()
     assert list(line.get_xdata()) == [1024] and line.get_marker() not in ("", "None", None)
+
+
+def test_drawing_curves_and_tournament_plots_leaves_pyplot_alone(tmp_path):
+    """In a notebook, drawing a run's curves or a tournament's plots must not switch its
+    backend away (inline figures stopped showing) nor close its open figures (matplotlib
+    before 3.10 closed them on a switch)."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from torch.utils.tensorboard import SummaryWriter
+
+    from train.curves import plot_learning_curves
+    from train.report import plots
+    from train.tournament import run_tournament
+    run = tmp_path / "run"
+    with SummaryWriter(str(run / "tb" / "ppo_1")) as w:
+        w.add_scalar("rollout/ep_rew_mean", -0.9, 1024)
+    res = run_tournament("culo", ["random", "greedy"], deals=2, seed=1, jobs=1)
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")  # not the Agg the drawing uses
+    try:
+        mine = plt.figure()
+        plot_learning_curves(run, tmp_path / "c.png")
+        assert set(plots(res)) == {"score.png", "places.png"}
+        assert matplotlib.get_backend() == "svg" and plt.fignum_exists(mine.number)
+        plt.close(mine)
+    finally:
+        matplotlib.use(before)
 
 
 def test_write_atomic_leaves_the_old_file_whole_when_a_write_fails(tmp_path, monkeypatch):

@@ -41,16 +41,16 @@ def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
 def plot_learning_curves(run_dir: str | Path, out: str | Path, title: str | None = None) -> Path:
     """Two panels: the learner's match return, and the evaluation against each field with its
     confidence band. Written atomically."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # a bare Figure, not pyplot: the caller's backend and open figures (a notebook's) stay
+    from matplotlib.figure import Figure
 
     scalars = read_scalars(run_dir)
     if not any(tag.startswith(PANELS[0][0]) or tag.startswith(PANELS[1][0]) for tag in scalars):
         raise FileNotFoundError(f"{run_dir}: its TensorBoard logs (tb/) hold none of the scalars "
                                 f"drawn ({PANELS[0][0]}, {PANELS[1][0]}*); a run writes them "
                                 f"from its first rollout on")
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    fig = Figure(figsize=(8, 7))
+    top, bottom = fig.subplots(2, 1, sharex=True)
     if "rollout/ep_rew_mean" in scalars:
         steps, values = zip(*scalars["rollout/ep_rew_mean"])
         # a single point (a run of one rollout) is no line: a marker shows it
@@ -78,7 +78,6 @@ def plot_learning_curves(run_dir: str | Path, out: str | Path, title: str | None
     out.parent.mkdir(parents=True, exist_ok=True)
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=110)
-    plt.close(fig)
     write_atomic(out, png.getvalue())
     return out
 

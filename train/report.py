@@ -179,15 +179,15 @@ def _plot_bytes(fig) -> bytes:
 
 def plots(res: TournamentResult) -> dict[str, bytes]:
     """``score.png`` (score with CI bars per bot) and ``places.png`` (share of each place)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # a bare Figure, not pyplot: the caller's backend and open figures (a notebook's) stay
+    from matplotlib.figure import Figure
 
     out: dict[str, bytes] = {}
     labels = res.labels
     if not res.metrics:
         return out
-    fig, ax = plt.subplots(figsize=(1.6 + 1.2 * len(labels), 3.6))
+    fig = Figure(figsize=(1.6 + 1.2 * len(labels), 3.6))
+    ax = fig.subplots()
     means = [res.metrics[b]["score"].mean for b in labels]
     errs = [res.metrics[b]["score"].half_width or 0.0 for b in labels]
     ax.bar(range(len(labels)), means, yerr=errs, capsize=6, color="#4c72b0")
@@ -199,10 +199,10 @@ def plots(res: TournamentResult) -> dict[str, bytes]:
                  f"{level_text(res.level)} CI over {res.deals_done} {block_unit(res)}s",
                  fontsize=9)
     out["score.png"] = _plot_bytes(fig)
-    plt.close(fig)
 
     n = res.num_players
-    fig, ax = plt.subplots(figsize=(2.0 + 0.9 * n, 3.6))
+    fig = Figure(figsize=(2.0 + 0.9 * n, 3.6))
+    ax = fig.subplots()
     width = 0.8 / len(labels)
     for i, b in enumerate(labels):
         share = res.places[b]["share"]
@@ -214,7 +214,6 @@ def plots(res: TournamentResult) -> dict[str, bytes]:
     ax.set_title("distribution of places", fontsize=9)
     ax.legend(fontsize=8)
     out["places.png"] = _plot_bytes(fig)
-    plt.close(fig)
     return out
 
 
