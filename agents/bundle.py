@@ -386,7 +386,8 @@ def load_torch_program(path: str | Path):
         return torch.export.load(str(program))
     except Exception as exc:  # noqa: BLE001 - torch raises many kinds for an archive it can't read
         # torch.export archives are not promised to load in another torch release
-        wrote = (entry or {}).get("torch_version", "an unrecorded version")
+        version = (entry or {}).get("torch_version")
+        wrote = f"torch {version}" if version else "a torch it does not record"
         raise BundleError(f"bundle {str(root)!r}: torch {torch.__version__} cannot load "
-                          f"{program.name}, written by torch {wrote} ({type(exc).__name__}: "
+                          f"{program.name}, written by {wrote} ({type(exc).__name__}: "
                           f"{exc}); use policy.onnx, or re-export with this torch") from None
