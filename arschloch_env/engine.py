@@ -311,7 +311,7 @@ class Game:
                                      f"{self.codec.listing(self.legal_actions(), self.phase)}")
         if cards is None:
             return self.default_mask(a)
-        if isinstance(cards, (str, bytes)) or not isinstance(cards, (list, tuple)):
+        if not isinstance(cards, (list, tuple)):  # a string such as "QH" is no list of cards
             raise IllegalActionError(f"cards {cards!r}: expected a list of card strings, e.g. "
                                      f"['7C', '7S'] (or none, for the seat's own choice)")
         move = self.codec.decode(a)
@@ -521,8 +521,7 @@ class Game:
     def _prescribed_deal(self, given, start: int) -> tuple[list[list[int]], list[int]]:
         r, n = self.rules, self.n
         names = [player_name(i) for i in range(n)]
-        if isinstance(given, (str, bytes, dict)) or not isinstance(given, (list, tuple)) \
-                or len(given) != 2:
+        if not isinstance(given, (list, tuple)) or len(given) != 2:
             raise DealError(f"deal: {given!r} is not a pair (hands, leftover); allowed: hands "
                             f"as a list of {n} card lists (or a mapping of {', '.join(names)} "
                             f"to card lists) and the left-over cards as a list")
@@ -533,11 +532,11 @@ class Game:
                 raise DealError(f"deal: hands of unknown player(s) {', '.join(map(repr, odd))}; "
                                 f"allowed: {', '.join(names)}")
             hands_in = [hands_in.get(name, []) for name in names]
-        if isinstance(hands_in, (str, bytes)) or not isinstance(hands_in, (list, tuple)):
+        if not isinstance(hands_in, (list, tuple)):
             raise DealError(f"deal: hands {hands_in!r} are not a list of {n} card lists (or a "
                             f"mapping of {', '.join(names)} to card lists)")
         for what, cards in [*zip(names, hands_in), ("leftover", leftover_in)]:
-            if isinstance(cards, (str, bytes)) or not isinstance(cards, (list, tuple)):
+            if not isinstance(cards, (list, tuple)):
                 raise DealError(f"deal: {what}: {cards!r} is not a list of cards, e.g. "
                                 f"['7C', 'KH']")
         if len(hands_in) != n:
