@@ -26,6 +26,7 @@ import importlib
 import os
 import re
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Protocol, runtime_checkable
 
@@ -206,6 +207,25 @@ def copy_agent(agent: Any) -> Any:
             f"agent {agent_label(agent)!r} plays several seats, so every seat needs its own "
             f"copy, but it cannot be copied ({type(exc).__name__}: {exc}); give its spec "
             f"(package.module:ClassName) instead, or give it a __deepcopy__") from None
+
+
+def agent_maker(spec: Any) -> Callable[[], Any]:
+    """A function that makes a fresh agent of ``spec`` for one more seat, after making one now
+    so that a bad spec fails here.
+
+    A spec by name or class is made anew each time (cheaper than a copy). A bundle is loaded
+    once and every seat gets a copy that shares its inference session: loading one costs
+    milliseconds, far more than its moves in a match. An agent object is copied.
+
+    Raises:
+        AgentSpecError: a bad spec, or an object that cannot be copied.
+    """
+    agent = make_agent(spec)
+    if isinstance(spec, (str, Path)) and (str(spec) in BUILTIN
+                                          or not (Path(spec) / "manifest.json").is_file()):
+        return partial(make_agent, spec)
+    copy_agent(agent)  # one that cannot be copied fails here, not at its first seat
+    return partial(copy_agent, agent)
 
 
 def agent_label(spec: Any) -> str:

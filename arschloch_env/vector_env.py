@@ -45,7 +45,6 @@ episode of its own: its rewards are dropped and ``infos[i]["skipped_matches"]`` 
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -119,7 +118,7 @@ def batched_opponent(opponent: Any,
         return opponent
     if callable(opponent) and not hasattr(opponent, "act"):
         return opponent
-    from agents.base import AgentSpecError, copy_agent, make_agent
+    from agents.base import AgentSpecError, agent_maker, make_agent
 
     try:
         agent = make_agent(opponent) if isinstance(opponent, str) else opponent
@@ -128,10 +127,7 @@ def batched_opponent(opponent: Any,
                              f"mask) -> actions, or an agent (spec)")
         if callable(getattr(agent, "policy", None)):
             return SharedOpponent(agent, rules)
-        if isinstance(opponent, str):
-            return MirroredOpponent(partial(make_agent, opponent), rules)
-        copy_agent(agent)  # one that cannot be copied fails here, not at the first reset
-        return MirroredOpponent(partial(copy_agent, agent), rules)
+        return MirroredOpponent(agent_maker(opponent), rules)
     except AgentSpecError as exc:
         raise ValueError(f"opponent: {exc}") from None
 

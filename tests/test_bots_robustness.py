@@ -130,6 +130,25 @@ def test_manifest_file_instead_of_bundle_directory_is_explained(tmp_path):
         make_agent(str(manifest))
 
 
+def test_an_agent_maker_loads_a_bundle_once_and_makes_other_specs_anew(monkeypatch):
+    """Seats of many matches (ppo-vec's vec.mix, the SB3 league, the vector env's opponents)
+    take their agents from a maker: a bundle is loaded once, each seat gets its own object."""
+    import agents.bundle
+    from agents.base import agent_maker
+    from conftest import calls_of
+    loads = calls_of(monkeypatch, agents.bundle, "load_bundle")
+    make = agent_maker("bots/ppo_vec_culo_multi")
+    seats = [make() for _ in range(5)]
+    assert len(loads) == 1
+    assert len({id(a) for a in seats}) == 5
+    assert all(a.session is seats[0].session for a in seats)
+    make = agent_maker("expert")
+    first, second = make(), make()
+    assert isinstance(first, ExpertAgent) and first is not second
+    with pytest.raises(AgentSpecError, match="allowed: a built-in name"):
+        agent_maker("no-such-bot")
+
+
 def test_command_line_reports_a_malformed_spec_without_a_traceback(capsys):
     code = cli_main(["simulate", "--rules", "culo", "--players", "3", "--matches", "1",
                      "--agents", ":GreedyAgent", "random", "random"])

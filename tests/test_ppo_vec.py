@@ -826,6 +826,32 @@ def test_agent_specs_are_seated_at_their_own_shares(tmp_path):
         assert counts.get(kind, 0) / seats == pytest.approx(share, abs=0.03), kind
 
 
+def test_a_bundle_in_the_mix_is_loaded_once_for_every_seat(tmp_path, monkeypatch):
+    """A bundle's agent seats share one loaded bundle: loading it again for every seat of
+    every match cost milliseconds each, more than the seat's moves."""
+    import agents.bundle
+    from arschloch_env.rules import make_rules
+    from conftest import calls_of
+    from train.league import League
+    from train.ppo_vec_seats import AGENT, SnapshotPool, Table
+
+    loads = calls_of(monkeypatch, agents.bundle, "load_bundle")
+    pool = SnapshotPool(League(tmp_path / "league", 5))
+    pool.refresh()
+    table = Table(make_rules("culo", 4), 8, 1, {"bots/ppo_vec_culo_multi": 1.0}, pool,
+                  np.random.default_rng(0), None)
+    for _ in range(3):
+        table.seat_games(np.arange(8))
+    assert (table.kind == AGENT).sum() == 8 * 3
+    assert len(loads) == 1
+    actions = np.zeros(8, np.int64)
+    seat = table.seat
+    kind = table.acting_kind(seat)
+    table.agent_actions(actions, seat, kind)
+    played = np.flatnonzero(kind == AGENT)  # the learner's rows are the trainer's to fill
+    assert len(played) and table.mask[played, actions[played]].all()
+
+
 def test_resume_from_a_damaged_checkpoint_names_it(small_run, tmp_path):
     import shutil
 

@@ -1290,6 +1290,17 @@ def test_an_env_worker_skips_a_snapshot_pruned_while_it_read_the_pool(tmp_path, 
     assert len(sampler._pool) == 1 and len(agents) == 3
 
 
+def test_the_league_sampler_loads_a_bundle_once(tmp_path, monkeypatch):
+    import agents.bundle
+    from conftest import calls_of
+    from train.league import LeagueSampler
+    loads = calls_of(monkeypatch, agents.bundle, "load_bundle")
+    sampler = LeagueSampler(tmp_path, {"bots/ppo_vec_culo_multi": 1.0})
+    rng = np.random.default_rng(0)
+    seats = [agent for _ in range(4) for agent in sampler(rng, 3)]
+    assert len(loads) == 1 and len({id(a) for a in seats}) == 12
+
+
 def test_the_trainer_removes_the_unfinished_writes_of_a_killed_one(tmp_path):
     """A kill mid-write leaves a .part file beside the whole ones; the next trainer to hold
     the run directory removes them, and nothing else."""

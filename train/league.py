@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from agents.base import make_agent
+from agents.base import agent_maker, make_agent
 from agents.mlp import MLP, MLPAgent
 from train.files import write_json_atomic
 
@@ -104,6 +104,7 @@ class LeagueSampler:
         self._stamp: tuple | None = None
         self._pool: list[MLP] = []
         self._current: MLP | None = None
+        self._makers: dict[str, Callable[[], Any]] = {}  # agent spec -> maker, made on first use
 
     def _refresh(self) -> None:
         files = [self.root / "league.json", self.root / "current.npz"]
@@ -132,7 +133,9 @@ class LeagueSampler:
             if self._current is not None:
                 return MLPAgent(self._current, name="current")
             return make_agent("random")
-        return make_agent(kind)
+        if kind not in self._makers:
+            self._makers[kind] = agent_maker(kind)
+        return self._makers[kind]()
 
     def composition(self) -> dict[str, float]:
         return dict(zip(self.kinds, self.p.tolist()))

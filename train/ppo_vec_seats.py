@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import make_agent
+from agents.base import agent_maker
 from agents.mlp import MLP
 from agents.runner import agent_seed, illegal_choice
 from arschloch_env.engine import Game
@@ -194,8 +194,7 @@ class Table:
         self.agent_share = weights.sum() / total
         self.spec_share = weights / weights.sum() if len(weights) else weights
         """Each spec's share of the agent seats: its share of the specs' total."""
-        for spec in self.specs:
-            make_agent(spec)  # fail on a bad spec before any game
+        self.makers = [agent_maker(spec) for spec in self.specs]  # a bad spec fails here
         self.encoder = Encoder(self.vg.R)
         self.kind = np.zeros((num_games, self.n), np.int8)
         self.which = np.zeros((num_games, self.n), np.int64)
@@ -250,7 +249,7 @@ class Table:
         seed = int(self.vg.match_seed[g])
         agents: list[Any] = [None] * self.n
         for s in np.flatnonzero(self.kind[g] == AGENT).tolist():
-            agent = make_agent(self.specs[int(self.which[g, s])])
+            agent = self.makers[int(self.which[g, s])]()
             if hasattr(agent, "reset"):
                 agent.reset(self.rules_dict, s, agent_seed(seed, s))
             agents[s] = agent
