@@ -6,7 +6,9 @@ A bundle is a directory::
     manifest.json   what the bot is for: rules, presets, player counts, observation and
                     action encoding versions, the policy file's sha256, training summary
     policy.onnx     inputs ``observation`` [N, D] float32 and ``action_mask`` [N, A] int8;
-                    outputs ``action`` [N] int64 (best legal action) and ``logits`` [N, A]
+                    outputs ``action`` [N] int64 (best legal action; ``NO_ACTION`` for a
+                    row whose mask has no legal action or whose observation is not finite)
+                    and ``logits`` [N, A]
     policy.pt2      optional (``arschloch export --torch``): the same policy as a
                     ``torch.export`` program, loaded by :func:`load_torch_program`; its
                     sha256 is the manifest's ``policy.torch``
@@ -30,6 +32,10 @@ from arschloch_env.observation import LAST_SLICE, OBS_VERSION, Layout
 BUNDLE_FORMAT = "arschloch-bot"
 BUNDLE_VERSION = 1
 ACTION_ENCODING_VERSION = 1
+NO_ACTION = -1
+"""The policy graphs' ``action`` for a row they cannot answer (no legal action in its mask, or
+a NaN or infinite observation): never an action id, so a server that feeds the graph by hand
+fails on it instead of playing it."""
 # Rules fields that change play; a bundle refuses rules that differ in any of them.
 PLAY_FIELDS = ("rank_order", "deal", "leftover_swap", "first_leader", "no_finish_on_top",
                "top_card_ends_trick", "exchange_cards", "exchange_cards_3p",
@@ -292,7 +298,7 @@ class BundleAgent:
                               f"{list(x.shape)} and masks of shape {list(m.shape)}; give one "
                               f"mask per observation")
         x = np.ascontiguousarray(x.reshape(-1, x.shape[-1])[:, :self.input_size])
-        # NaN logits make the graph's ArgMax answer 0 whatever the mask: an illegal action
+        # the graph would answer NO_ACTION; named here, with the row
         if not np.isfinite(x).all():
             raise BundleError(f"bundle {str(self.path)!r}: observation row(s) "
                               f"{np.flatnonzero(~np.isfinite(x).all(axis=1))[:5].tolist()} "
@@ -333,8 +339,8 @@ def numeric_inputs(where: str, observations: Any, masks: Any) -> tuple[np.ndarra
 
 def legal_masks(where: str, masks: np.ndarray) -> np.ndarray:
     """Masks [N, A] as the graph's int8, checked first: the int8 cast would turn 0.5 or 256
-    into 0, and the graph's ArgMax over a row with no legal action answers 0, an illegal
-    pass, with no word of the mistake.
+    into 0, and the graph answers a row with no legal action with ``NO_ACTION``; here the
+    mistake is named.
 
     Raises:
         BundleError: a value other than 0 and 1, or a row with no legal action.

@@ -60,6 +60,29 @@ def test_bundle_graph_has_the_oldest_ir_version_its_opset_allows(bot):
 
 
 @pytest.mark.parametrize("bot", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_bundle_graph_run_directly_answers_no_action_for_a_row_it_cannot_answer(bot):
+    """A server that feeds policy.onnx by hand gets NO_ACTION (never an action id) for a mask
+    with no legal action or an observation that is not finite, and the best legal action
+    of every other row of the same batch. An ArgMax alone answered 0 there, a pass."""
+    import onnxruntime as ort
+
+    from agents.bundle import NO_ACTION, load_bundle
+
+    agent = load_bundle(bot)
+    session = ort.InferenceSession(str(bot / "policy.onnx"), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(0)
+    x = rng.random((5, agent.input_size), dtype=np.float32)
+    mask = (rng.random((5, agent.num_actions)) < 0.5).astype(np.int8)
+    mask[:, 1] = 1
+    mask[1] = 0
+    x[2, 7], x[3, 0] = np.nan, -np.inf
+    action, logits = session.run(["action", "logits"], {"observation": x, "action_mask": mask})
+    assert action[1:4].tolist() == [NO_ACTION] * 3
+    for row in (0, 4):
+        assert action[row] == np.where(mask[row] > 0, logits[row], -np.inf).argmax()
+
+
+@pytest.mark.parametrize("bot", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_bundle_plays_every_table_size_it_was_trained_for(bot):
     manifest = json.loads((bot / "manifest.json").read_text())
     for n in manifest["players"]:
@@ -165,8 +188,8 @@ def test_bundle_policy_needs_one_mask_per_observation():
     ("256", r"mask values must be 0 or 1 \(1 for a legal action\), found 256"),
 ])
 def test_bundle_refuses_a_mask_that_would_make_it_answer_an_illegal_action(mask, message):
-    """The graph's ArgMax over a row with no legal action answers 0 (pass), and the int8
-    cast turns 0.5 or 256 into 0: each would be an illegal action returned without a word."""
+    """The int8 cast turns 0.5 or 256 into 0: each mask reaches the graph with no legal
+    action, which it cannot answer (``NO_ACTION``); act names what is wrong instead."""
     import arschloch_env
     from agents.bundle import BundleError, load_bundle
 
@@ -186,7 +209,7 @@ def test_bundle_refuses_a_mask_that_would_make_it_answer_an_illegal_action(mask,
 
 @pytest.mark.parametrize("value", [np.nan, np.inf])
 def test_bundle_refuses_an_observation_that_is_not_finite(value):
-    """NaN logits make the graph's ArgMax answer 0, a pass, even where passing is illegal."""
+    """The graph answers such a row with ``NO_ACTION``; policy names the row and why."""
     import arschloch_env
     from agents.bundle import BundleError, load_bundle
 

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import yaml
 
-from agents.bundle import BundleError, load_bundle, load_torch_program
+from agents.bundle import NO_ACTION, BundleError, load_bundle, load_torch_program
 from agents.mlp import MLP
 from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
@@ -350,6 +350,12 @@ def test_onnx_bundle_matches_torch_policy(bundle):
     assert (torch_actions.numpy() == actions).all()
     one_action, _ = program(torch.as_tensor(obs[:1]), torch.as_tensor(masks[:1]))
     assert one_action.tolist() == actions[:1].tolist()
+    # rows it cannot answer: as the ONNX graph, never an action id
+    bad_obs, bad_masks = obs[:3].copy(), masks[:3].copy()
+    bad_masks[0] = 0
+    bad_obs[1, 0], bad_obs[2, 4] = np.nan, np.inf
+    bad_actions, _ = program(torch.as_tensor(bad_obs), torch.as_tensor(bad_masks))
+    assert bad_actions.tolist() == [NO_ACTION] * 3
 
 
 def test_torch_program_is_checked_against_its_checksum(bundle, tmp_path):

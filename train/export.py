@@ -1,8 +1,8 @@
 """Export: a trained policy becomes a bot bundle (ONNX + manifest, see agents.bundle).
 
 The ONNX graph is built directly from the policy's weights (Gemm and activation nodes, then
-the mask and an ArgMax), so it needs no tracing exporter and holds exactly the network the
-numpy :class:`~agents.mlp.MLP` computes.
+the mask, an ArgMax and a check that the row can be answered), so it needs no tracing
+exporter and holds exactly the network the numpy :class:`~agents.mlp.MLP` computes.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from agents.bundle import (
-    ACTION_ENCODING_VERSION, BUNDLE_FORMAT, BUNDLE_VERSION, BundleError, file_sha256,
-    version_layout,
+    ACTION_ENCODING_VERSION, BUNDLE_FORMAT, BUNDLE_VERSION, NO_ACTION, BundleError,
+    file_sha256, version_layout,
 )
 from agents.mlp import MLP
 from arschloch_env.actions import ActionCodec
@@ -47,11 +47,15 @@ def mlp_to_onnx(mlp: MLP, num_actions: int):
         if not last:
             nodes.append(helper.make_node(act_op, [z], [f"h{i}"]))
             x = f"h{i}"
-    inits.append(numpy_helper.from_array(np.array(-np.inf, np.float32), "neg_inf"))
+    inits += [numpy_helper.from_array(np.array(-np.inf, np.float32), "neg_inf"),
+              numpy_helper.from_array(np.array(0, np.float32), "zero"),
+              numpy_helper.from_array(np.array(NO_ACTION, np.int64), "no_action")]
     nodes += [
         helper.make_node("Cast", ["action_mask"], ["mask_bool"], to=TensorProto.BOOL),
         helper.make_node("Where", ["mask_bool", "logits", "neg_inf"], ["masked_logits"]),
-        helper.make_node("ArgMax", ["masked_logits"], ["action"], axis=1, keepdims=0),
+        helper.make_node("ArgMax", ["masked_logits"], ["best"], axis=1, keepdims=0),
+        *row_is_answerable(helper, TensorProto),
+        helper.make_node("Where", ["answerable", "best", "no_action"], ["action"]),
     ]
     graph = helper.make_graph(
         nodes, "arschloch_policy",
@@ -67,6 +71,27 @@ def mlp_to_onnx(mlp: MLP, num_actions: int):
                               ir_version=helper.find_min_ir_version_for(opsets))
     onnx.checker.check_model(model)
     return model
+
+
+def row_is_answerable(helper, TensorProto) -> list:
+    """The nodes computing ``answerable`` [N]: the row's mask has a legal action and its
+    observation is finite. A graph run outside the kit answers ``NO_ACTION`` for any other
+    row, where an argmax would name action 0 or one of no meaning, which a server could play
+    unnoticed."""
+    node = helper.make_node
+    return [
+        node("Cast", ["mask_bool"], ["mask_float"], to=TensorProto.FLOAT),
+        node("ReduceMax", ["mask_float"], ["any_legal_float"], axes=[1], keepdims=0),
+        node("Greater", ["any_legal_float", "zero"], ["any_legal"]),
+        node("IsNaN", ["observation"], ["nan"]),
+        node("IsInf", ["observation"], ["inf"]),
+        node("Or", ["nan", "inf"], ["not_finite"]),
+        node("Cast", ["not_finite"], ["not_finite_float"], to=TensorProto.FLOAT),
+        node("ReduceMax", ["not_finite_float"], ["any_not_finite_float"], axes=[1],
+             keepdims=0),
+        node("Equal", ["any_not_finite_float", "zero"], ["finite"]),
+        node("And", ["any_legal", "finite"], ["answerable"]),
+    ]
 
 
 def policy_mlp(model) -> MLP:
@@ -214,8 +239,12 @@ def torch_policy(mlp: MLP):
 
         def forward(self, observation: torch.Tensor, action_mask: torch.Tensor):
             logits = self.net(observation)
-            masked = torch.where(action_mask > 0, logits, torch.full_like(logits, -1e30))
-            return torch.argmax(masked, dim=-1), logits
+            legal = action_mask > 0
+            masked = torch.where(legal, logits, torch.full_like(logits, -1e30))
+            answerable = legal.any(dim=-1) & torch.isfinite(observation).all(dim=-1)
+            action = torch.where(answerable, torch.argmax(masked, dim=-1),
+                                 torch.full_like(answerable, NO_ACTION, dtype=torch.int64))
+            return action, logits
 
     batch = torch.export.Dim("batch")
     example = (torch.zeros(2, mlp.input_size), torch.ones(2, mlp.output_size, dtype=torch.int8))
