@@ -350,9 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="seed of the series: match i is dealt from it and i (default 0)")
     p.add_argument("--record", metavar="FILE", help="write the game records (JSON Lines)")
-    p.add_argument("--agents", nargs="+", metavar="SPEC",
+    p.add_argument("--agents", "--bots", nargs="+", metavar="SPEC", dest="agents",
                    help="one agent spec per seat in seat order, or one for all (default: "
-                        "random)")
+                        "random); --bots as in tournament and play")
     p.set_defaults(func=_cmd_simulate)
 
     p = sub.add_parser("rules", help="print the presets and their fields")
@@ -377,6 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
         except ImportError:
             continue
         getattr(module, fn)(sub)
+    for command in sub.choices.values():
+        command.set_defaults(command_parser=command)
     return parser
 
 
@@ -387,7 +389,10 @@ def main(argv: list[str] | None = None) -> int:
     from arschloch_env.engine import DealError, IllegalActionError
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # the command's own usage and name, not the top-level parser's
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         # Every command's --seed seeds a series; checked here, before any file is opened.
         check_seed(getattr(args, "seed", None))

@@ -350,6 +350,31 @@ def test_usage_errors():
     assert res.returncode == 2 and "invalid int value" in res.stderr
 
 
+@pytest.mark.parametrize("args, command, unknown", [
+    (["tournament", "--bots", "expert", "greedy", "--deels", "10"], "tournament", "--deels 10"),
+    (["rules", "culo", "tavern"], "rules", "tavern"),
+    (["replay", "games.jsonl", "--quite"], "replay", "--quite"),
+])
+def test_an_unknown_option_is_named_by_its_command(capsys, args, command, unknown):
+    """A misspelled option gets the command's usage, which lists its options; the top-level
+    usage shows only COMMAND."""
+    from arschloch_env.cli import main
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert f"usage: arschloch {command} " in err
+    assert f"arschloch {command}: error: unrecognized arguments: {unknown}" in err
+
+
+def test_simulate_takes_bots_as_tournament_and_play_do(tmp_path):
+    record = tmp_path / "games.jsonl"
+    res = cli("simulate", "--matches", "1", "--bots", "greedy", "--record", str(record))
+    assert res.returncode == 0, res.stderr
+    first = json.loads(record.read_text().splitlines()[0])
+    assert set(first["agents"].values()) == {"greedy"}
+
+
 def test_module_entry_point_matches_script():
     res = subprocess.run([sys.executable, "-m", "arschloch_env.cli", "rules", "culo"],
                          capture_output=True, text=True, timeout=60, cwd=ROOT)
