@@ -59,6 +59,8 @@ def test_shipped_configs_load():
     ("league.mix={nope: 1.0}", "league.mix: unknown agent spec 'nope'"),
     ("league.mix={current: 1.0, snapshot: 0}", "league.mix: unknown agent spec 'snapshot'"),
     ("eval.opponents=[random, nope]", "eval.opponents: unknown agent spec 'nope'"),
+    # the typo is named, not the best_by it leaves without its opponent
+    ("eval.opponents=[gredy]", "eval.opponents: unknown agent spec 'gredy'"),
     ("eval.opponents=[random, greedy, random]", "eval.opponents: random named more than once"),
     ("eval.opponents=[random, bots/ppo_vec_tavern_multi]",
      "eval.opponents: bots/ppo_vec_tavern_multi does not play these rules (culo, 4 players): "

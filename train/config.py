@@ -385,6 +385,7 @@ def validate(cfg: TrainConfig) -> None:
     if cfg.init_from is not None and cfg.algo != "ppo-vec":
         raise ConfigError(f"init_from: only algo ppo-vec starts from a checkpoint, not "
                           f"{cfg.algo!r}")
+    check_agent_specs(cfg)  # before best_by: a misspelled opponent is named as such
     repeated = sorted({o for o in cfg.eval.opponents if cfg.eval.opponents.count(o) > 1})
     if repeated:  # results are kept by name: a second entry would only replace the first
         raise ConfigError(f"eval.opponents: {', '.join(repeated)} named more than once; "
@@ -393,7 +394,6 @@ def validate(cfg: TrainConfig) -> None:
         raise ConfigError(f"eval.best_by: {cfg.eval.best_by!r} is not one of eval.opponents "
                           f"{cfg.eval.opponents}")
     check_device(cfg)
-    check_agent_specs(cfg)
 
 
 def check_device(cfg: TrainConfig) -> None:
