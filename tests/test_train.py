@@ -150,6 +150,28 @@ def test_resume_keeps_the_rules_the_run_was_trained_with(tmp_path, monkeypatch):
     assert "resume from there" in res.stderr
 
 
+def test_a_run_whose_rules_file_is_gone_resumes_with_its_own_rules_json(tmp_path, monkeypatch):
+    """The message names the way on, --set rules=RUN/rules.json, which plays the same rules at
+    every table size; another source of other rules is refused, as an edited file is."""
+    from train.sb3_trainer import RunDir, load_run_config
+    monkeypatch.chdir(tmp_path)
+    Path("rf.yaml").write_text("preset: culo\nrounds: 2\n")
+    RunDir("run").create(load_config(SMOKE, ["rules=rf.yaml", "players=[3, 4, 5]", "n_envs=3"]))
+    Path("rf.yaml").unlink()
+    saved = (tmp_path / "run" / "rules.json").resolve()
+    with pytest.raises(ConfigError, match=rf"or resume with the rules the run was trained "
+                                          rf"with, --set rules={re.escape(str(saved))}"):
+        load_run_config(Path("run"))
+    cfg = load_run_config(Path("run"), [f"rules={saved}"])
+    assert cfg.rules == str(saved)
+    with pytest.raises(ConfigError, match="the run was trained with rounds=2"):
+        load_run_config(Path("run"), ["rules=culo"])
+    (tmp_path / "run" / "rules.json").unlink()  # a run that kept none has nothing to compare
+    with pytest.raises(ConfigError, match="rules cannot change in a run that kept no "
+                                          "rules.json"):
+        load_run_config(Path("run"), ["rules=culo"])
+
+
 def test_resume_finds_the_default_run_directory(tmp_path):
     """--config with --resume and no --run-dir continues the run a new start would make."""
     res = cli("train", "--config", SMOKE, "--resume", "--set", "seed=12345", cwd=tmp_path)

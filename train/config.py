@@ -256,14 +256,17 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConf
 
 RESUMABLE = ("total_steps", "checkpoint_every", "device", "torch_threads", "ppo.learning_rate",
              "ppo.lr_final", "league.snapshot_every", "eval.every", "eval.deals", "eval.jobs",
-             "vec.collect_threads", "vec.engine_threads", "vec.debug")
+             "vec.collect_threads", "vec.engine_threads", "vec.debug", "rules")
 """The fields ``--set`` may change when a run is resumed. The others define the run (network,
-game, algorithm settings, the league's mix): changing one makes another run, a new one."""
+game, algorithm settings, the league's mix): changing one makes another run, a new one.
+``rules`` may name another source of the same rules (the run's own ``rules.json`` where the
+rules file it named is gone); the resumed run refuses one that plays otherwise."""
 
 
 def resume_config(data: dict[str, Any], overrides: list[str] = ()) -> TrainConfig:
     """A run's config (its ``config.yaml`` mapping) with resumable overrides applied."""
-    before = config_from_dict(data).to_dict()
+    # not validated: a rules file that is gone may be replaced by --set rules=
+    before = _build(TrainConfig, data).to_dict()
     data = copy.deepcopy(data)
     for text in overrides:
         apply_override(data, text)

@@ -314,39 +314,51 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{path} is damaged: it holds {type(data).__name__}, not the run's "
                           f"config mapping")
-    check_input_paths(data, path)
+    check_input_paths(data, path, overrides)
     cfg = resume_config(data, overrides)
-    check_same_rules(cfg, run_dir)
+    check_same_rules(cfg, run_dir, data.get("rules"))
     return cfg
 
 
-def check_input_paths(data: dict[str, Any], path: Path) -> None:
+def check_input_paths(data: dict[str, Any], path: Path, overrides: list[str] = ()) -> None:
     """The files a run's config names (a rules file, policy files in ``vec.mix``) are found
-    from here: relative paths are relative to where the run was started."""
+    from here: relative paths are relative to where the run was started. A field that
+    ``overrides`` set anew is not looked for."""
     from arschloch_env.rules import PRESETS
     from train.ppo_vec_seats import is_policy_file
 
+    replaced = {text.partition("=")[0].strip() for text in overrides}
     rules = data.get("rules")
     named = [("rules", rules)] if isinstance(rules, str) and rules not in PRESETS else []
     vec = data.get("vec")
     mix = vec.get("mix") if isinstance(vec, dict) else None
     if isinstance(mix, dict):
         named += [("vec.mix", k) for k in mix if isinstance(k, str) and is_policy_file(k)]
-    missing = [(field, f) for field, f in named if not Path(f).exists()]
+    missing = [(field, f) for field, f in named if field not in replaced and not Path(f).exists()]
     if missing:
         field, f = missing[0]
+        saved_rules = path.parent / "rules.json"
+        instead = (f"; or resume with the rules the run was trained with, --set "
+                   f"rules={saved_rules.resolve()}"
+                   if field == "rules" and saved_rules.is_file() else "")
         if Path(f).is_absolute():
-            raise ConfigError(f"{path} names {f!r} ({field}), which does not exist")
+            raise ConfigError(f"{path} names {f!r} ({field}), which does not exist: restore "
+                              f"it{instead}")
         raise ConfigError(f"{path} names {f!r} ({field}), which is not there from "
                           f"{Path.cwd()}; a relative path is relative to the directory the "
-                          f"run was started in: resume from there")
+                          f"run was started in: resume from there{instead}")
 
 
-def check_same_rules(cfg: TrainConfig, run_dir: Path) -> None:
+def check_same_rules(cfg: TrainConfig, run_dir: Path, trained: Any = None) -> None:
     """A resumed run plays the rules it was trained with (its ``rules.json``), which a
-    rules file edited since would change without a word."""
+    rules file edited since, or another one named by ``--set rules=``, would change without a
+    word. ``trained``: the ``rules`` its config named, all a run without ``rules.json`` has
+    to compare."""
     saved_path = run_dir / "rules.json"
     if not saved_path.is_file():
+        if trained is not None and cfg.rules != trained:
+            raise ConfigError(f"--resume: rules cannot change in a run that kept no "
+                              f"rules.json (it was trained with {trained!r})")
         return
     saved = read_run_json(saved_path)
     now = rules_for(cfg).to_dict()
