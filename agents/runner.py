@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,12 @@ from arschloch_env.view import public_view
 
 class AgentError(RuntimeError):
     """An agent returned something that is not a legal action."""
+
+
+class AgentFailed(RuntimeError):
+    """An agent raised an error of its own while choosing a move: the message names the agent
+    and its seat, the note holds the agent's traceback as text (so that it survives the trip
+    from a tournament's worker process)."""
 
 
 def observation_of(game: Game, encoder: Encoder, seat: int) -> dict:
@@ -33,8 +40,13 @@ def _agent_inputs(agent: Any, game: Game, encoder: Encoder,
 
 def ask(agent: Any, game: Game, encoder: Encoder, observation: dict | None = None) -> int:
     """The action ``agent`` chooses for the seat to act (``observation``: that seat's, if
-    the caller has encoded it already)."""
-    return agent.act(*_agent_inputs(agent, game, encoder, observation))
+    the caller has encoded it already).
+
+    Raises:
+        AgentFailed: the agent raised an error.
+    """
+    return _call(agent.act, agent, game.current,
+                 *_agent_inputs(agent, game, encoder, observation))
 
 
 def ask_move(agent: Any, game: Game, encoder: Encoder) -> tuple[int, list[str] | None]:
@@ -43,12 +55,13 @@ def ask_move(agent: Any, game: Game, encoder: Encoder) -> tuple[int, list[str] |
 
     Raises:
         AgentError: ``act_cards`` returned something else than ``(action, cards or None)``.
+        AgentFailed: the agent raised an error.
     """
     observation, view = _agent_inputs(agent, game, encoder, None)
     act_cards = getattr(agent, "act_cards", None)
     if act_cards is None:
-        return agent.act(observation, view), None
-    move = act_cards(observation, view)
+        return _call(agent.act, agent, game.current, observation, view), None
+    move = _call(act_cards, agent, game.current, observation, view)
     if not (isinstance(move, tuple) and len(move) == 2
             and (move[1] is None or isinstance(move[1], list))):
         raise illegal_choice(agent, game.current, ValueError(
@@ -70,10 +83,28 @@ def agent_step(agent: Any, game: Game, encoder: Encoder) -> None:
         raise illegal_choice(agent, seat, exc) from None
 
 
+def _call(choose, agent: Any, seat: int, observation: dict, view: dict | None):
+    """``choose(observation, view)``, an error of the agent's own raised as
+    :class:`AgentFailed`. A person leaving (``QuitGame``) is no failure."""
+    from agents.base import QuitGame
+    try:
+        return choose(observation, view)
+    except (QuitGame, AgentError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever a user's agent raises
+        failed = AgentFailed(f"{who(agent, seat)} raised {type(exc).__name__}: {exc}")
+        failed.add_note("".join(traceback.format_exception(exc)).rstrip())
+        raise failed from None
+
+
+def who(agent: Any, seat: int) -> str:
+    """``agent 'NAME' in player_N``, for the messages about an agent's move."""
+    return f"agent {getattr(agent, 'name', type(agent).__name__)!r} in {player_name(seat)}"
+
+
 def illegal_choice(agent: Any, seat: int, exc: Exception) -> AgentError:
     """The error for ``agent`` in ``seat`` having chosen an action that ``exc`` refused."""
-    return AgentError(f"agent {getattr(agent, 'name', type(agent).__name__)!r} in "
-                      f"{player_name(seat)} chose an illegal action: {exc}")
+    return AgentError(f"{who(agent, seat)} chose an illegal action: {exc}")
 
 
 AGENT_STREAM = 0x5EA7

@@ -385,7 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from agents.base import AgentSpecError, QuitGame
     from agents.bundle import BundleError
-    from agents.runner import AgentError
+    from agents.runner import AgentError, AgentFailed
     from arschloch_env.engine import DealError, IllegalActionError
 
     parser = build_parser()
@@ -400,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     except (CliError, RulesError, AgentSpecError, DealError, BundleError) as exc:
         print(f"arschloch {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except (AgentError, IllegalActionError) as exc:
+    except (AgentError, AgentFailed, IllegalActionError) as exc:
         print(f"arschloch {args.command}: {exc}", *getattr(exc, "__notes__", ()), sep="\n",
               file=sys.stderr)
         return 1

@@ -186,6 +186,25 @@ def test_play_says_what_the_record_holds_after_a_bot_failed(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", [
+    ["tournament", "--bots", "tests.test_cli:BoomAgent", "greedy", "--deals", "2", "--jobs", "1"],
+    ["tournament", "--bots", "tests.test_cli:BoomAgent", "greedy", "--deals", "2", "--jobs", "2"],
+    ["simulate", "--players", "3", "--agents", "greedy", "tests.test_cli:BoomAgent", "random",
+     "--matches", "1"],
+])
+def test_an_agent_that_raises_is_named_with_its_seat_and_its_own_traceback(command):
+    """One line names the agent and seat, then the agent's traceback once: a worker's error
+    used to arrive as two tracebacks (the worker's and the parent's), naming neither."""
+    res = cli(*command, "--no-plots" if command[0] == "tournament" else "--seed=0")
+    assert res.returncode == 1, res.stderr
+    lines = res.stderr.splitlines()
+    seat = "player_0" if command[0] == "tournament" else "player_1"
+    assert lines[0] == f"arschloch {command[0]}: agent 'BoomAgent' in {seat} raised " \
+                       f"RuntimeError: boom"
+    assert res.stderr.count("Traceback (most recent call last)") == 1
+    assert 'raise RuntimeError("boom")' in res.stderr and "RemoteTraceback" not in res.stderr
+
+
 def test_simulate_without_record():
     res = ok(cli("simulate", "--rules", "culo-ten", "--players", "3", "--matches", "1",
                  "--set", "rounds=1"))

@@ -396,8 +396,10 @@ def test_a_tournament_that_fails_says_what_its_record_holds(tmp_path):
                        players=4, record=record, jobs=1)
     matches = sum(1 for line in record.read_text().splitlines() if '"event": "match"' in line)
     assert matches == 4  # deal 0 in its 4 seatings; deal 1 was cut off
-    assert info.value.__notes__ == [f"record: {str(record)!r} holds the 4 match(es) finished "
-                                    f"before it stopped"]
+    traceback, record_note = info.value.__notes__  # the bot's own traceback first
+    assert 'raise RuntimeError("the bot failed")' in traceback
+    assert record_note == f"record: {str(record)!r} holds the 4 match(es) finished before it " \
+                          f"stopped"
     assert not list(tmp_path.glob("*.part"))
 
 
