@@ -785,10 +785,15 @@ def test_init_from_widens_a_checkpoint_of_layout_version_1():
 
 
 def test_init_from_names_a_missing_checkpoint(tmp_path):
+    from train.ppo_vec_io import init_checkpoint
     res = cli(*train_args(tmp_path / "run", f"init_from={tmp_path}"))
     assert res.returncode == 2 and "holds no checkpoint" in res.stderr, res.stderr[-2000:]
     with pytest.raises(ConfigError, match="only algo ppo-vec"):
         load_config(ROOT / "configs" / "ppo_culo_4p.yaml", [f"init_from={tmp_path}"])
+    bundle = ROOT / "bots" / "ppo_vec_culo_multi"
+    with pytest.raises(ConfigError, match=f"init_from: {bundle} is a bot bundle, which holds "
+                                          f"the policy alone"):
+        init_checkpoint(load_config(CONFIGS[0], [f"init_from={bundle}"]))
 
 
 def test_init_from_a_run_of_the_sb3_trainer_says_so(tmp_path):

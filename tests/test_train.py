@@ -570,6 +570,8 @@ def test_export_cli_and_bundle_as_agent_spec(smoke_run, tmp_path):
     (tmp_path / "afile").write_text("")
     res = cli("export", smoke_run, "--out", tmp_path / "afile" / "bot")
     assert res.returncode == 2 and "--out" in res.stderr and "Traceback" not in res.stderr
+    res = cli("export", out, "--out", tmp_path / "again")
+    assert res.returncode == 2 and f"{out} is a bot bundle already" in res.stderr, res.stderr
 
 
 def test_evaluations_score_the_weights_of_their_step(tmp_path):

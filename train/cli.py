@@ -162,6 +162,9 @@ def resolve_checkpoint(source: Path) -> tuple[Path, dict]:
             except ConfigError as exc:
                 raise CliError(f"{exc}; give one of the run's checkpoints instead "
                                f"({source / 'checkpoints'})") from None
+        elif (source / "manifest.json").is_file():
+            raise CliError(f"{source} is a bot bundle already; export takes the run directory "
+                           f"or checkpoint it came from")
         else:
             raise CliError(f"{source} holds no checkpoint (neither checkpoints/best.zip, "
                            f"checkpoints/best.pt nor latest.json)")

@@ -107,6 +107,10 @@ def init_checkpoint(cfg) -> dict[str, Any]:
                           f"or give --set init_from=RUN_DIR_OR_CHECKPOINT.pt")
     if path.is_dir():
         latest = path / "latest.json"
+        if (path / "manifest.json").is_file():
+            raise ConfigError(f"init_from: {path} is a bot bundle, which holds the policy "
+                              f"alone (no critic, no optimizer state); give the run directory "
+                              f"or checkpoint (.pt) it was exported from")
         if not latest.is_file():
             raise ConfigError(f"init_from: {path} holds no checkpoint (no latest.json)")
         path = path / read_latest(path)["checkpoint"]
