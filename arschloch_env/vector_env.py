@@ -49,7 +49,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 from gymnasium import spaces
-from stable_baselines3.common.vec_env import VecEnv
+try:
+    from stable_baselines3.common.vec_env import VecEnv
+except ModuleNotFoundError as exc:  # the base install has the engine and the envs, not SB3
+    missing = (exc.name or "stable_baselines3").partition(".")[0]
+    raise ModuleNotFoundError(f"ArschlochVecEnv is a stable-baselines3 VecEnv: {missing} is "
+                              f"not installed; install the training extra, pip install -e "
+                              f"'.[train]' (VectorGame, the batched engine, needs no extra)",
+                              name=missing) from None
 
 from arschloch_env.arschloch import observation_bounds
 from arschloch_env.engine import Game, player_name

@@ -520,3 +520,14 @@ def test_a_training_command_without_the_training_extra_says_what_to_install(
     err = capsys.readouterr().err
     assert f"{missing} is not installed" in err and "pip install -e '.[train]'" in err, err
     assert not (tmp_path / "run").exists()
+
+
+def test_the_sb3_vec_env_without_the_training_extra_says_what_to_install(monkeypatch):
+    import importlib
+    monkeypatch.setitem(sys.modules, "stable_baselines3", None)
+    monkeypatch.delitem(sys.modules, "arschloch_env.vector_env", raising=False)
+    with pytest.raises(ModuleNotFoundError, match=r"ArschlochVecEnv is a stable-baselines3 "
+                                                  r"VecEnv: stable_baselines3 is not installed; "
+                                                  r"install the training extra") as info:
+        importlib.import_module("arschloch_env.vector_env")
+    assert info.value.name == "stable_baselines3"  # the CLI's handler reads it
