@@ -272,6 +272,9 @@ def test_cli_rejects_nonsense_with_a_clear_message(tmp_path, capsys):
         (["--bots", "random", "random", "random", "--players", "4"], "3 spec(s) for 4"),
         (["--bots", "random", "random"], "only one distinct bot"),
         (["--bots", "random", LOWEST, "--set", "rounds=0"], "rounds: 0 is not allowed"),
+        # a duplicate deal is one round: a match length asked for would be dropped unsaid
+        (["--bots", "random", LOWEST, "--set", "rounds=3"], "rounds=3: duplicate mode plays"),
+        (["--bots", "random", LOWEST, "--set", "target_points=15"], "--mode session"),
         (["--bots", "random", LOWEST, "--out", str(tmp_path / "f.txt")], "is a file"),
         # the record and the results would clash: refused before any game, nothing written
         (["--bots", "random", LOWEST, "--out", str(tmp_path / "o"), "--record",
@@ -447,3 +450,14 @@ def test_a_rules_file_that_cannot_seat_the_bots_says_how_they_were_counted(tmp_p
     with pytest.raises(TournamentError, match=r"^bots: 7 specs, one per seat, make a table of "
                                               r"7 players; num_players: 7"):
         run_tournament(str(rules), ["random"] * 6 + ["greedy"], deals=1, seed=0)
+
+
+def test_duplicate_mode_takes_a_single_round_asked_for_and_session_any_length():
+    assert run_tournament("culo", ["greedy", "random"], deals=1, seed=0, jobs=1,
+                          rounds=1).rounds == 4
+    res = run_tournament("culo-points", ["greedy", "random"], deals=1, seed=0, jobs=1,
+                         mode="session", players=3, target_points=3)
+    assert res.games == 3 and res.rounds >= 3
+    with pytest.raises(TournamentError, match=r"target_points=3: duplicate mode plays every "
+                                              r"deal as a single round"):
+        run_tournament("culo", ["greedy", "random"], deals=1, seed=0, jobs=1, target_points=3)

@@ -484,6 +484,22 @@ def _make_rules(rules: Any, players: int | None, overrides: dict, specs: int) ->
         raise TournamentError(str(exc)) from None
 
 
+def _check_match_length_is_kept(mode: str, overrides: dict) -> None:
+    """A match length asked for by name would be dropped without a word in duplicate mode,
+    which plays every deal as one round.
+
+    Raises:
+        TournamentError: ``rounds`` other than 1, or ``target_points``, set in duplicate mode.
+    """
+    asked = {k: v for k, v in overrides.items()
+             if (k == "rounds" and v != 1) or (k == "target_points" and v is not None)}
+    if mode == "duplicate" and asked:
+        field, value = next(iter(asked.items()))
+        raise TournamentError(f"{field}={value}: duplicate mode plays every deal as a single "
+                              f"round (no exchange, no titles); play whole matches with mode "
+                              f"'session' (--mode session)")
+
+
 def make_bots(specs: Sequence[Any], labels: Sequence[str], rules: Rules) -> list[Any]:
     """The agents of ``specs``, each checked to play ``rules``.
 
@@ -574,6 +590,7 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
         seed = secrets.randbits(31)
     seed = _check_int("seed", seed, 0)
     given = _make_rules(rules, players, overrides, len(bots))
+    _check_match_length_is_kept(mode, overrides)
     try:
         played = given.replace(rounds=1) if mode == "duplicate" else given
     except RulesError as exc:
