@@ -706,6 +706,40 @@ def test_export_onto_a_bundle_killed_midway_leaves_the_old_or_the_new(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bot"]
 
 
+def test_an_export_removes_what_a_killed_export_to_the_same_out_left(tmp_path):
+    """A kill leaves a hidden .<out>.partial-* or .replaced-* folder (the new bundle half-written, or the old one
+    moved aside); the next export to that --out removes it once it is an hour old and holds
+    only a bundle's files. Anything else there is left alone."""
+    from arschloch_env.rules import make_rules
+    from train.export import BUNDLE_FILES, STALE_AFTER_S, write_bundle
+
+    old = time.time() - STALE_AFTER_S - 60
+
+    def folder(name: str, files=("policy.onnx", "manifest.json"), age=old) -> Path:
+        path = tmp_path / name
+        path.mkdir(parents=True)
+        for f in files:
+            (path / f).write_text("x")
+        os.utime(path, (age, age))
+        return path
+
+    assert {"policy.onnx", "manifest.json"} <= BUNDLE_FILES
+    half_written = folder(".bot.partial-a1b2c3d4")
+    moved_aside = folder(".bot.replaced-zz_90xy1/bot")
+    os.utime(moved_aside.parent, (old, old))
+    kept = [folder(".bot.partial-q1w2e3r4", age=time.time()),  # an export running now
+            folder(".bot.partial-r5t6y7u8", files=("policy.onnx", "notes.txt")),
+            folder(".other.partial-a1b2c3d4"),  # another --out's
+            folder(".bot.backup01")]  # the user's own
+    rng = np.random.default_rng(0)
+    mlp = MLP([(rng.normal(size=(49, 413)), np.zeros(49))], "relu")
+    write_bundle(tmp_path / "bot", mlp, make_rules("culo", 4).to_dict(), ["culo"], [4], "b",
+                 {"steps": 0})
+    assert not half_written.exists() and not moved_aside.parent.exists()
+    assert all(k.exists() for k in kept)
+    assert load_bundle(tmp_path / "bot").manifest["name"] == "b"
+
+
 def test_export_of_a_checkpoint_with_damaged_metadata_says_so(smoke_run, tmp_path):
     import shutil
     latest = json.loads((smoke_run / "latest.json").read_text())

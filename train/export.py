@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,9 @@ ONNX_OPSET = 17
 # policy.torchscript.pt: the optional torch file of bundles written before policy.pt2
 BUNDLE_FILES = frozenset({"manifest.json", "policy.onnx", "policy.pt2", "policy.torchscript.pt"})
 """What an export writes: all it may replace in an existing ``--out``."""
+STALE_AFTER_S = 3600.0
+"""A hidden ``.<out>.partial-*`` or ``.<out>.replaced-*`` folder untouched this long is left by
+an export that was killed (one takes seconds): the next export to ``out`` removes it."""
 
 
 def mlp_to_onnx(mlp: MLP, num_actions: int):
@@ -128,7 +133,8 @@ def write_bundle(out: str | Path, mlp: MLP, rules: dict[str, Any], presets: list
     num_actions = ActionCodec(rules["rank_order"]).size
     version, layout = layout_read_by(mlp.input_size, len(rules["rank_order"]))
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    remove_stale_temporaries(out)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
     tmp.chmod(0o755)
     try:
         onnx.save(mlp_to_onnx(mlp, num_actions), tmp / "policy.onnx")
@@ -160,15 +166,39 @@ def write_bundle(out: str | Path, mlp: MLP, rules: dict[str, Any], presets: list
             tmp.rename(out)
         elif not exchange(tmp, out):  # swapped: the old bundle is at tmp, removed below
             # No atomic swap here: a kill between these two renames leaves the old bundle in
-            # .<out>.old.*/ and none at out. Moved aside into a folder of its own, so that no
+            # .<out>.replaced-*/ and none at out. Moved aside into a folder of its own, so that no
             # other path is ever deleted.
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.replaced-", dir=out.parent))
             out.rename(old / out.name)
             tmp.rename(out)
             shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def remove_stale_temporaries(out: Path) -> None:
+    """Removes the hidden folders beside ``out`` that an export to it killed midway left: the
+    new bundle half-written (``.<out>.partial-*``) or, where paths cannot be swapped in one
+    step, the old one moved aside (``.<out>.replaced-*/<out>``). Only one untouched for
+    ``STALE_AFTER_S`` and holding nothing but a bundle's files is removed."""
+    name = re.compile(rf"\.{re.escape(out.name)}\.(partial|replaced)-[a-z0-9_]{{8}}")
+    for tmp in out.parent.iterdir():
+        match = name.fullmatch(tmp.name)
+        if match is None or tmp.is_symlink() or not tmp.is_dir():
+            continue
+        try:
+            if time.time() - tmp.stat().st_mtime < STALE_AFTER_S:
+                continue
+            entries = list(tmp.iterdir())
+            if match.group(1) == "replaced":  # the old bundle sits one level down
+                if any(p.name != out.name or p.is_symlink() or not p.is_dir() for p in entries):
+                    continue
+                entries = [q for p in entries for q in p.iterdir()]
+            if all(p.name in BUNDLE_FILES for p in entries):
+                shutil.rmtree(tmp)
+        except OSError:  # gone meanwhile, or not ours to remove
+            continue
 
 
 def exchange(a: Path, b: Path) -> bool:
