@@ -97,7 +97,9 @@ class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
             opponents = "random" if opponents is None else opponents
             specs = opponents if isinstance(opponents, (list, tuple)) else [opponents] * (n - 1)
             if len(specs) != n - 1:
-                raise ValueError(f"{len(specs)} opponents for {n - 1} other seats")
+                raise ValueError(f"opponents: {len(specs)} opponents for {n - 1} other seats; "
+                                 f"give one agent or spec for every other seat, or a list of "
+                                 f"{n - 1} (one per seat, in seat order after the learner's)")
             self.opponents = resolve_agents(specs)
             self.opponent_labels = [agent_label(s) for s in specs]
         else:

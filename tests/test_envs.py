@@ -257,7 +257,8 @@ def test_bad_env_arguments():
         SingleSeatEnv(seat=4)
     with pytest.raises(ValueError, match="on_illegal"):
         SingleSeatEnv(on_illegal="ignore")
-    with pytest.raises(ValueError, match="2 opponents for 3 other seats"):
+    with pytest.raises(ValueError, match=r"opponents: 2 opponents for 3 other seats; give one "
+                                         r"agent or spec for every other seat, or a list of 3"):
         SingleSeatEnv(opponents=["random", "random"])
     from agents.base import AgentSpecError
     with pytest.raises(AgentSpecError, match="unknown agent spec 'nobody'"):
