@@ -707,9 +707,9 @@ def test_export_onto_a_bundle_killed_midway_leaves_the_old_or_the_new(tmp_path):
 
 
 def test_an_export_removes_what_a_killed_export_to_the_same_out_left(tmp_path):
-    """A kill leaves a hidden .<out>.partial-* or .replaced-* folder (the new bundle half-written, or the old one
-    moved aside); the next export to that --out removes it once it is an hour old and holds
-    only a bundle's files. Anything else there is left alone."""
+    """A kill leaves a hidden .<out>.partial-* or .<out>.replaced-* folder (the new bundle
+    half-written, or the old one moved aside); the next export to that --out removes it once
+    it is an hour old and holds only a bundle's files. Anything else there is left alone."""
     from arschloch_env.rules import make_rules
     from train.export import BUNDLE_FILES, STALE_AFTER_S, write_bundle
 

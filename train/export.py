@@ -166,8 +166,8 @@ def write_bundle(out: str | Path, mlp: MLP, rules: dict[str, Any], presets: list
             tmp.rename(out)
         elif not exchange(tmp, out):  # swapped: the old bundle is at tmp, removed below
             # No atomic swap here: a kill between these two renames leaves the old bundle in
-            # .<out>.replaced-*/ and none at out. Moved aside into a folder of its own, so that no
-            # other path is ever deleted.
+            # .<out>.replaced-*/ and none at out. Moved aside into a folder of its own, so
+            # that no other path is ever deleted.
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.replaced-", dir=out.parent))
             out.rename(old / out.name)
             tmp.rename(out)

@@ -492,7 +492,7 @@ def _check_match_length_is_kept(mode: str, overrides: dict) -> None:
         TournamentError: ``rounds`` other than 1, or ``target_points``, set in duplicate mode.
     """
     asked = {k: v for k, v in overrides.items()
-             if (k == "rounds" and v != 1) or (k == "target_points" and v is not None)}
+             if v is not None and (k == "target_points" or (k == "rounds" and v != 1))}
     if mode == "duplicate" and asked:
         field, value = next(iter(asked.items()))
         raise TournamentError(f"{field}={value}: duplicate mode plays every deal as a single "
