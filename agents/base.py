@@ -94,6 +94,11 @@ def _allowed() -> str:
             f"or package.module:ClassName")
 
 
+def is_bundle_dir(path: str | Path) -> bool:
+    """Whether ``path`` is a bot bundle's directory (it holds ``manifest.json``)."""
+    return (Path(path) / "manifest.json").is_file()
+
+
 def make_agent(spec: Any) -> Any:
     """An agent from a spec string, or the object itself if it already is an agent.
 
@@ -114,7 +119,7 @@ def make_agent(spec: Any) -> Any:
         # Path("") is the working directory, which would be blamed for a missing bundle.
         raise AgentSpecError(f"agent spec {text!r} is empty; {_allowed()}")
     path = Path(text)
-    if (path / "manifest.json").is_file():
+    if is_bundle_dir(path):
         from agents.bundle import load_bundle
         return load_bundle(path)
     if ":" in text and not path.exists():
@@ -221,8 +226,7 @@ def agent_maker(spec: Any) -> Callable[[], Any]:
         AgentSpecError: a bad spec, or an object that cannot be copied.
     """
     agent = make_agent(spec)
-    if isinstance(spec, (str, Path)) and (str(spec) in BUILTIN
-                                          or not (Path(spec) / "manifest.json").is_file()):
+    if isinstance(spec, (str, Path)) and (str(spec) in BUILTIN or not is_bundle_dir(spec)):
         return partial(make_agent, spec)
     copy_agent(agent)  # one that cannot be copied fails here, not at its first seat
     return partial(copy_agent, agent)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.base import agent_label, resolve_agents
+from agents.base import QuitGame, agent_label, resolve_agents
 from arschloch_env.engine import Game, IllegalActionError, player_name
 from arschloch_env.observation import Encoder
 from arschloch_env.view import public_view
@@ -86,7 +86,6 @@ def agent_step(agent: Any, game: Game, encoder: Encoder) -> None:
 def _call(choose, agent: Any, seat: int, observation: dict, view: dict | None):
     """``choose(observation, view)``, an error of the agent's own raised as
     :class:`AgentFailed`. A person leaving (``QuitGame``) is no failure."""
-    from agents.base import QuitGame
     try:
         return choose(observation, view)
     except (QuitGame, AgentError):

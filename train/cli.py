@@ -148,6 +148,7 @@ CHECKPOINT_SUFFIXES = (".zip", ".pt")
 
 def resolve_checkpoint(source: Path) -> tuple[Path, dict]:
     """The checkpoint to export from a run directory or a checkpoint path, with its meta."""
+    from agents.base import is_bundle_dir
     from train.config import ConfigError
     from train.files import read_latest, read_run_json
     if source.is_dir():
@@ -162,7 +163,7 @@ def resolve_checkpoint(source: Path) -> tuple[Path, dict]:
             except ConfigError as exc:
                 raise CliError(f"{exc}; give one of the run's checkpoints instead "
                                f"({source / 'checkpoints'})") from None
-        elif (source / "manifest.json").is_file():
+        elif is_bundle_dir(source):
             raise CliError(f"{source} is a bot bundle already; export takes the run directory "
                            f"or checkpoint it came from")
         else:

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agents.base import is_bundle_dir
 from agents.mlp import MLP
 from train.files import write_json_atomic
 
@@ -107,7 +108,7 @@ def init_checkpoint(cfg) -> dict[str, Any]:
                           f"or give --set init_from=RUN_DIR_OR_CHECKPOINT.pt")
     if path.is_dir():
         latest = path / "latest.json"
-        if (path / "manifest.json").is_file():
+        if is_bundle_dir(path):
             raise ConfigError(f"init_from: {path} is a bot bundle, which holds the policy "
                               f"alone (no critic, no optimizer state); give the run directory "
                               f"or checkpoint (.pt) it was exported from")

@@ -55,7 +55,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from agents.base import BUILTIN, AgentSpecError, agent_label, copy_agent, make_agent
+from agents.base import (
+    BUILTIN, AgentSpecError, agent_label, copy_agent, is_bundle_dir, make_agent,
+)
 from agents.runner import play_match
 from arschloch_env.cli import match_seed, progress_bar, support_detail
 from arschloch_env.rules import (
@@ -116,9 +118,8 @@ def spec_key(spec: Any) -> Any:
     where a bundle directory of that name lies in the working directory."""
     if not isinstance(spec, (str, Path)):
         return id(spec)
-    path = Path(spec)
-    if str(spec) not in BUILTIN and (path / "manifest.json").is_file():
-        return str(path.resolve())
+    if str(spec) not in BUILTIN and is_bundle_dir(spec):
+        return str(Path(spec).resolve())
     return str(spec)
 
 
