@@ -68,3 +68,15 @@ def test_openskill_orders_bots_and_rates_copies_as_one_player():
     # with distinct bots the loser of every game ends lowest
     r3 = openskill_ratings([((0, 1, 2), (2, 1, 3))] * 10, 3)
     assert r3[1]["mu"] > r3[0]["mu"] > r3[2]["mu"]
+
+
+def test_an_interval_is_cut_to_the_range_of_its_values():
+    # one President in ten deals: Student's interval reaches below 0%, no rate can
+    e = mean_ci([1] + [0] * 9, bounds=(0, 1))
+    assert e.low == 0.0 and e.high == pytest.approx(0.1 + e.half_width)
+    assert e.cut and e.text(2) == f"0.10 [0.00, {e.high:.2f}]"
+    assert not mean_ci([1, 0] * 5, bounds=(0, 1)).cut
+    assert mean_ci([1, 0] * 5, bounds=(0, 1)).text(2).startswith("0.50 ± ")
+    # differences of two rates lie in [-1, 1]
+    d = paired_diff([1, 1, 1, 0], [0, 0, 0, 0], bounds=(0, 1))
+    assert d.high == 1.0 and d.low == pytest.approx(0.75 - d.half_width)

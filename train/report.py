@@ -31,7 +31,7 @@ def _est(e: Estimate | None, digits: int = 3, pct: bool = False) -> str:
     if e is None:
         return "-"
     if pct:
-        return e.format(f"{e.mean:.1%}", f"{e.half_width or 0:.1%}")
+        return e.format(lambda v: f"{v:.1%}")
     return e.text(digits)
 
 
@@ -188,8 +188,11 @@ def plots(res: TournamentResult) -> dict[str, bytes]:
         return out
     fig = Figure(figsize=(1.6 + 1.2 * len(labels), 3.6))
     ax = fig.subplots()
-    means = [res.metrics[b]["score"].mean for b in labels]
-    errs = [res.metrics[b]["score"].half_width or 0.0 for b in labels]
+    scores = [res.metrics[b]["score"] for b in labels]
+    means = [e.mean for e in scores]
+    # below and above the mean: an interval cut at 0 or 1 is not symmetric
+    errs = [[0.0 if e.low is None else e.mean - e.low for e in scores],
+            [0.0 if e.high is None else e.high - e.mean for e in scores]]
     ax.bar(range(len(labels)), means, yerr=errs, capsize=6, color="#4c72b0")
     ax.axhline(0.5, color="grey", lw=0.8, ls="--")
     ax.set_xticks(range(len(labels)), labels, rotation=15)

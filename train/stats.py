@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 
 # -- Student's t ------------------------------------------------------------------------------
@@ -42,7 +42,8 @@ class Estimate:
     """A mean over independent blocks with its confidence interval.
 
     ``low``/``high``/``half_width`` are ``None`` with fewer than two blocks (no variance can be
-    estimated from one block).
+    estimated from one block). ``half_width`` is Student's; ``low``/``high`` are cut to the
+    range the values can take, where it is known (a rate's interval never reaches below 0%).
     """
 
     mean: float
@@ -56,23 +57,39 @@ class Estimate:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def text(self, digits: int = 3) -> str:
-        """``0.512 ± 0.031``, ``0.512 ± ?`` without an interval (one block), or ``0.512 (all
-        alike)`` when every block gave the same value (an interval of width 0, which no few
-        blocks make certain)."""
-        return self.format(f"{self.mean:.{digits}f}", f"{self.half_width or 0:.{digits}f}")
+    @property
+    def cut(self) -> bool:
+        """Whether the interval was cut at the end of the values' range (it is then not
+        ``mean ± half_width``)."""
+        return (self.half_width is not None
+                and (self.low > self.mean - self.half_width
+                     or self.high < self.mean + self.half_width))
 
-    def format(self, mean: str, half_width: str) -> str:
-        """:meth:`text` with the mean and half-width already formatted."""
+    def text(self, digits: int = 3) -> str:
+        """``0.512 ± 0.031``, ``0.012 [0.000, 0.043]`` where the interval was cut at the
+        values' range, ``0.512 ± ?`` without an interval (one block), or ``0.512 (all alike)``
+        when every block gave the same value (an interval of width 0, which no few blocks make
+        certain)."""
+        return self.format(lambda v: f"{v:.{digits}f}")
+
+    def format(self, number: Callable[[float], str]) -> str:
+        """:meth:`text` with each figure written by ``number`` (e.g. as a percentage)."""
+        mean = number(self.mean)
         if self.half_width is None:
             return f"{mean} ± ?"
         if self.sd == 0.0:
             return f"{mean} (all alike)"
-        return f"{mean} ± {half_width}"
+        if self.cut:
+            return f"{mean} [{number(self.low)}, {number(self.high)}]"
+        return f"{mean} ± {number(self.half_width)}"
 
 
-def mean_ci(values: Sequence[float], level: float = 0.95) -> Estimate:
+def mean_ci(values: Sequence[float], level: float = 0.95,
+            bounds: tuple[float, float] | None = None) -> Estimate:
     """Mean of ``values`` (one per independent block) with a Student-t interval.
+
+    ``bounds`` is the range every value lies in, where one is known (``(0, 1)`` for a rate):
+    the interval is cut to it, since no mean of such values lies outside it.
 
     Raises:
         ValueError: no values, or ``level`` not in (0, 1).
@@ -90,18 +107,26 @@ def mean_ci(values: Sequence[float], level: float = 0.95) -> Estimate:
            else math.fsum((v - mean) ** 2 for v in values) / (n - 1))
     sd = math.sqrt(var)
     half = t_quantile(0.5 + level / 2.0, n - 1) * sd / math.sqrt(n)
-    return Estimate(mean, mean - half, mean + half, half, sd, n, level)
+    low, high = mean - half, mean + half
+    if bounds is not None:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return Estimate(mean, low, high, half, sd, n, level)
 
 
-def paired_diff(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> Estimate:
+def paired_diff(a: Sequence[float], b: Sequence[float], level: float = 0.95,
+                bounds: tuple[float, float] | None = None) -> Estimate:
     """Mean of ``a[i] - b[i]`` (two bots' block means on the same blocks) with its interval.
+
+    ``bounds`` is the range of the values of ``a`` and ``b``; the differences lie in
+    ``(low - high, high - low)``.
 
     Raises:
         ValueError: the sequences differ in length or are empty.
     """
     if len(a) != len(b):
         raise ValueError(f"paired_diff: {len(a)} and {len(b)} values; pairs need equal lengths")
-    return mean_ci([x - y for x, y in zip(a, b)], level)
+    spread = None if bounds is None else (bounds[0] - bounds[1], bounds[1] - bounds[0])
+    return mean_ci([x - y for x, y in zip(a, b)], level, spread)
 
 
 # -- OpenSkill --------------------------------------------------------------------------------

@@ -349,6 +349,12 @@ def _round_figures(place: int, n: int) -> dict[str, int]:
             "arschloch": int(place == n), "place": place}
 
 
+def _metric_range(metric: str, n: int) -> tuple[int, int]:
+    """The values a block's mean of ``metric`` can take at ``n`` players (its interval is cut
+    to them)."""
+    return {"rank_points": (0, n - 1), "place": (1, n)}.get(metric, (0, 1))
+
+
 def _game_means(game: dict, n: int, k: int) -> list[dict[str, Fraction]]:
     """Per bot, its exact mean figures over every round and seat it had in one game, and its
     share of the match win (ties split) per seat."""
@@ -423,10 +429,12 @@ def summarise(blocks: list[dict], *, rules: Rules, rules_given: Rules, mode: str
     metrics: dict[str, dict[str, Estimate]] = {}
     paired: list[dict] = []
     if blocks:
-        metrics = {labels[b]: {m: mean_ci(per_block[m][b], level) for m in metrics_names}
+        metrics = {labels[b]: {m: mean_ci(per_block[m][b], level, _metric_range(m, n))
+                               for m in metrics_names}
                    for b in range(k)}
         paired = [{"a": labels[i], "b": labels[j],
-                   "metrics": {m: paired_diff(per_block[m][i], per_block[m][j], level)
+                   "metrics": {m: paired_diff(per_block[m][i], per_block[m][j], level,
+                                              _metric_range(m, n))
                                for m in metrics_names}}
                   for i, j in itertools.combinations(range(k), 2)]
     ratings = openskill_ratings(finishing, k) if finishing else []
