@@ -8,10 +8,13 @@ loaded with ``allow_pickle=False``: nothing is ever unpickled.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from arschloch_env.atomic import temporary_beside
 
 ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
 
@@ -60,9 +63,14 @@ class MLP:
         arrays = self.tensors()
         if self.rules is not None:
             arrays["rules"] = np.array(json.dumps(self.rules))
-        tmp = path.with_name(path.name + ".part.npz")
-        np.savez(tmp, activation=np.array(self.activation), **arrays)
-        tmp.replace(path)
+        fd, tmp = temporary_beside(path, ".part.npz")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, activation=np.array(self.activation), **arrays)
+            tmp.replace(path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
 
     @classmethod
     def load(cls, path: str | Path) -> "MLP":

@@ -1,7 +1,8 @@
 """Game records as JSON Lines (INTERFACES.md "Game records"), written atomically.
 
-A writer streams whole matches into ``<name>.part`` beside the target and renames it to the
-target on close, so a crash never leaves a half-written record behind the final name, and an
+A writer streams whole matches into ``<name>.<random>.part`` beside the target (its own: two
+runs given one record path each write a whole record, the last to finish under the name) and
+renames it to the target on close, so a crash never leaves a half-written record behind the final name, and an
 interrupted run that is closed normally keeps every match that finished. A run in which no
 match finished leaves no file at all: an empty record is no game record.
 """
@@ -13,6 +14,8 @@ import os
 import weakref
 from pathlib import Path
 from typing import Iterator
+
+from arschloch_env.atomic import temporary_beside
 
 
 class RecordError(ValueError):
@@ -38,8 +41,8 @@ class RecordWriter:
     def __init__(self, path: str | os.PathLike):
         self.path = check_record_path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = self.path.with_name(self.path.name + ".part")
-        self._fh = open(self.tmp, "w", encoding="utf-8")
+        fd, self.tmp = temporary_beside(self.path)
+        self._fh = os.fdopen(fd, "w", encoding="utf-8")
         self.matches = 0
 
     def close_with(self, owner: object) -> "RecordWriter":

@@ -19,9 +19,11 @@ def interrupt_while_recording(argv: list[str], record, **popen) -> tuple[int, st
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
                             **popen)
-    part = record.with_name(record.name + ".part")
+    def written() -> int:
+        return sum(p.stat().st_size for p in record.parent.glob(record.name + ".*.part"))
+
     deadline = time.time() + 60
-    while not (part.exists() and part.stat().st_size > 20000):
+    while written() <= 20000:
         assert proc.poll() is None, proc.communicate()
         assert time.time() < deadline, f"{argv[1]} never got going"
         time.sleep(0.05)

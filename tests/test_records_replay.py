@@ -125,8 +125,9 @@ def test_leftover_swap_and_exchange_events_in_a_culo_record():
 
 def test_writer_is_atomic(tmp_path):
     target = tmp_path / "sub" / "games.jsonl"
-    part = tmp_path / "sub" / "games.jsonl.part"
     w = RecordWriter(target)
+    part = w.tmp
+    assert part.parent == target.parent and part.name.startswith("games.jsonl.")
     g1, g2 = random_match("culo", 4, 1), random_match("tavern", 3, 2, index=1)
     w.write_match(g1.events)
     w.write_match(g2.events)
@@ -141,6 +142,22 @@ def test_writer_is_atomic(tmp_path):
     w.close()                                             # closing twice is harmless
 
 
+def test_two_writers_of_one_record_each_leave_it_whole(tmp_path):
+    # two runs given the same --record: the last to finish has the name, neither loses a match
+    # to the other nor fails on close
+    target = tmp_path / "games.jsonl"
+    a, b = RecordWriter(target), RecordWriter(target)
+    ga, gb = random_match("culo", 4, 1), random_match("tavern", 3, 2)
+    a.write_match(ga.events)
+    b.write_match(gb.events)
+    a.write_match(ga.events)
+    b.close()
+    assert [json.loads(x) for x in target.read_text().splitlines()] == gb.events
+    a.close()
+    assert [json.loads(x) for x in target.read_text().splitlines()] == ga.events + ga.events
+    assert list(tmp_path.iterdir()) == [target]
+
+
 def test_writer_context_manager_and_directory(tmp_path):
     with RecordWriter(tmp_path / "a.jsonl") as w:
         w.write_match(random_match("culo-ten", 3, 0).events)
@@ -151,14 +168,14 @@ def test_writer_context_manager_and_directory(tmp_path):
 
 
 def test_writer_without_a_finished_match_leaves_no_file(tmp_path):
-    target, part = tmp_path / "none.jsonl", tmp_path / "none.jsonl.part"
-    with RecordWriter(target):
-        assert part.exists()
-    assert not target.exists() and not part.exists()
+    target = tmp_path / "none.jsonl"
+    with RecordWriter(target) as w:
+        assert w.tmp.exists()
+    assert not target.exists() and not w.tmp.exists()
     # an earlier record under the name is neither emptied nor replaced
     target.write_text("earlier\n")
     RecordWriter(target).close()
-    assert target.read_text() == "earlier\n" and not part.exists()
+    assert target.read_text() == "earlier\n" and list(tmp_path.iterdir()) == [target]
 
 
 def test_aec_env_writes_records(tmp_path):
@@ -172,7 +189,7 @@ def test_aec_env_writes_records(tmp_path):
             env.step(None if term or trunc else int(rng.choice(np.flatnonzero(
                 obs["action_mask"]))))
     env.close()
-    assert not (tmp_path / "aec.jsonl.part").exists()
+    assert list(tmp_path.iterdir()) == [path]
     matches = list(read_matches(path))
     assert [m[0][1]["index"] for m in matches] == [0, 1]
     assert all(r.ok for r in replay_file(path))

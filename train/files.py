@@ -6,14 +6,11 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from arschloch_env.atomic import temporary_beside
 from train.config import ConfigError
-
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 
 
 def fresh_directory(path: str | Path) -> Path:
@@ -37,9 +34,8 @@ def write_atomic(path: str | Path, data: bytes | str) -> None:
     the disk, then renamed over it. A killed writer leaves at most that ``.part`` file (a run
     removes its own when it starts again), never a half-written ``path``."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.", suffix=".part")
+    fd, tmp = temporary_beside(path)
     try:
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; the file is for everyone
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)
             fh.flush()
