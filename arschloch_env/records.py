@@ -23,16 +23,35 @@ class RecordError(ValueError):
 
 
 def check_record_path(path: str | os.PathLike) -> Path:
-    """The path of a record to write, refused when it names a directory (commands check it
-    before any game, the writer again when it opens the file).
+    """The path of a record to write, refused when it names a directory or a file that holds
+    something else than a game record (a config, a bundle's file), which writing the record
+    would replace (commands check it before any game, the writer again when it opens the file).
 
     Raises:
-        ValueError: ``path`` is an existing directory.
+        ValueError: ``path`` is an existing directory, or a file whose first line is not a
+            record's ``match`` event.
     """
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"record path {str(path)!r} is a directory; give a file name")
+    if path.is_file() and not _holds_a_record(path):
+        raise ValueError(f"record path {str(path)!r} is a file that holds no game record, "
+                         f"which the record would replace; give another name (a record it "
+                         f"may replace begins with a match event)")
     return path
+
+
+def _holds_a_record(path: Path) -> bool:
+    """Empty, or its first line a ``match`` event: a record the next one may replace."""
+    if path.stat().st_size == 0:
+        return True
+    with open(path, "rb") as fh:
+        first = fh.readline(1 << 20)
+    try:
+        event = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(event, dict) and event.get("event") == "match"
 
 
 class RecordWriter:

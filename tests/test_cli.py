@@ -153,6 +153,17 @@ def test_no_record_file_when_no_match_finished(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", [["simulate", "--matches", "1"], ["play", "--bots", "random"],
+                                     ["tournament", "--bots", "greedy", "random", "--deals",
+                                      "1"]])
+def test_a_record_never_replaces_a_file_that_is_no_record(tmp_path, command):
+    config = tmp_path / "c.yaml"
+    config.write_text("algo: ppo-vec\n")
+    failed(cli(*command, "--record", str(config), cwd=tmp_path), 2,
+           "is a file that holds no game record, which the record would replace")
+    assert config.read_text() == "algo: ppo-vec\n" and list(tmp_path.iterdir()) == [config]
+
+
 def test_record_keeps_the_matches_that_finished_before_an_error(tmp_path):
     rec = tmp_path / "s.jsonl"
     res = cli("simulate", "--agents", "tests.test_cli:LateBoomAgent", "random", "random",

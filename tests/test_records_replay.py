@@ -158,6 +158,22 @@ def test_two_writers_of_one_record_each_leave_it_whole(tmp_path):
     assert list(tmp_path.iterdir()) == [target]
 
 
+def test_writer_replaces_a_record_or_an_empty_file_and_nothing_else(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("algo: ppo-vec\n")
+    with pytest.raises(ValueError, match="holds no game record"):
+        RecordWriter(config)
+    assert config.read_text() == "algo: ppo-vec\n" and list(tmp_path.iterdir()) == [config]
+    for target in (tmp_path / "empty.jsonl", tmp_path / "earlier.jsonl"):
+        target.write_text("" if target.name == "empty.jsonl"
+                          else "".join(json.dumps(e) + "\n"
+                                       for e in random_match("culo", 4, 3).events))
+        g = random_match("tavern", 3, 4)
+        with RecordWriter(target) as w:
+            w.write_match(g.events)
+        assert [json.loads(x) for x in target.read_text().splitlines()] == g.events
+
+
 def test_writer_context_manager_and_directory(tmp_path):
     with RecordWriter(tmp_path / "a.jsonl") as w:
         w.write_match(random_match("culo-ten", 3, 0).events)
@@ -173,9 +189,10 @@ def test_writer_without_a_finished_match_leaves_no_file(tmp_path):
         assert w.tmp.exists()
     assert not target.exists() and not w.tmp.exists()
     # an earlier record under the name is neither emptied nor replaced
-    target.write_text("earlier\n")
+    earlier = "".join(json.dumps(e) + "\n" for e in random_match("culo", 4, 5).events)
+    target.write_text(earlier)
     RecordWriter(target).close()
-    assert target.read_text() == "earlier\n" and list(tmp_path.iterdir()) == [target]
+    assert target.read_text() == earlier and list(tmp_path.iterdir()) == [target]
 
 
 def test_aec_env_writes_records(tmp_path):

@@ -1240,8 +1240,8 @@ def test_output_paths_that_cannot_be_written_are_refused_first(tmp_path, smoke_r
 
 
 def test_curves_never_overwrite_a_file_of_the_run(tmp_path):
-    """--out inside the run directory may name a PNG (written again on every call), never a
-    file the run keeps (its config.yaml, a checkpoint)."""
+    """--out may name a PNG (written again on every call), never a file of another kind: one
+    the run keeps (its config.yaml, a checkpoint), a bundle's policy."""
     from torch.utils.tensorboard import SummaryWriter
 
     run = tmp_path / "run"
@@ -1252,10 +1252,15 @@ def test_curves_never_overwrite_a_file_of_the_run(tmp_path):
     with SummaryWriter(str(run / "tb" / "ppo_1")) as w:
         for step in (100, 200):
             w.add_scalar("rollout/ep_rew_mean", 0.1, step)
-    res = cli("curves", run, "--out", config)
-    assert res.returncode == 2 and "would overwrite config.yaml of the run" in res.stderr, \
-        res.stderr[-2000:]
-    assert "Traceback" not in res.stderr and config.read_bytes() == before
+    policy = tmp_path / "bot" / "policy.onnx"
+    policy.parent.mkdir()
+    policy.write_bytes(b"onnx")
+    for target in (config, policy):
+        res = cli("curves", run, "--out", target)
+        assert res.returncode == 2 and "the learning curves are a PNG file" in res.stderr, \
+            res.stderr[-2000:]
+        assert "Traceback" not in res.stderr
+    assert config.read_bytes() == before and policy.read_bytes() == b"onnx"
     for _ in range(2):
         res = cli("curves", run, "--out", run / "curves.png")
         assert res.returncode == 0, res.stderr[-2000:]

@@ -75,11 +75,11 @@ def add_curves_parser(sub) -> None:
 def _cmd_curves(args: argparse.Namespace) -> int:
     from train.curves import plot_learning_curves
     check_out_file(args.out, "give the PNG file to write", "curves.png")
-    out, run = Path(args.out).resolve(), Path(args.run_dir).resolve()
-    if out.is_file() and run in out.parents and out.suffix.lower() != ".png":
-        raise CliError(f"--out {args.out!r} would overwrite {out.relative_to(run)} of the run "
-                       f"{args.run_dir!r}; give the PNG file another name, e.g. "
-                       f"{str(Path(args.run_dir) / 'curves.png')!r}")
+    # the name says what the file is: any other file of that name (a bundle's policy, a
+    # run's config) is not one that this command may replace
+    if Path(args.out).suffix.lower() != ".png":
+        raise CliError(f"--out {args.out!r}: the learning curves are a PNG file, whose name "
+                       f"ends in .png, e.g. {str(Path(args.run_dir) / 'curves.png')!r}")
     try:
         out = plot_learning_curves(args.run_dir, args.out)
     except FileNotFoundError as exc:
