@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,22 @@ class MLP:
 
     @classmethod
     def load(cls, path: str | Path) -> "MLP":
+        """The policy saved by :meth:`save`.
+
+        Raises:
+            ValueError: the file is no such policy (not an ``.npz`` archive, or one without
+                ``activation`` and ``W0, b0, ...``), named.
+        """
+        # numpy takes any file that is no archive for a pickle, and says to load it unsafely
+        if not zipfile.is_zipfile(path):
+            raise ValueError(f"{path} is not a policy file: those are .npz archives (of "
+                             f"activation, W0, b0, ...); this one is damaged or another "
+                             f"kind of file")
         with np.load(path, allow_pickle=False) as data:
+            if "activation" not in data.files or "W0" not in data.files:
+                raise ValueError(f"{path} is not a policy file: it holds "
+                                 f"{', '.join(data.files) or 'no arrays'}, not activation, "
+                                 f"W0, b0, ...")
             k = sum(1 for name in data.files if name.startswith("W"))
             weights = [(data[f"W{i}"], data[f"b{i}"]) for i in range(k)]
             rules = json.loads(str(data["rules"])) if "rules" in data.files else None

@@ -872,13 +872,22 @@ def test_resume_from_a_damaged_checkpoint_names_it(small_run, tmp_path):
     assert "Traceback" not in res.stderr
 
 
-@pytest.mark.parametrize("content", [b"", b"PK\x03\x04 not a zip"])
-def test_a_damaged_policy_file_is_a_config_error(tmp_path, content):
+@pytest.mark.parametrize("content, says", [
+    (b"", "is not a policy file: those are .npz archives"),
+    (b"PK\x03\x04 not a zip", "is not a policy file: those are .npz archives"),
+    (b"garbage\n", "is not a policy file: those are .npz archives"),  # no word of pickles
+    (None, "is not a policy file: it holds x, not activation, W0, b0, ..."),
+])
+def test_a_damaged_policy_file_is_a_config_error(tmp_path, content, says):
     bad = tmp_path / "clone.npz"
-    bad.write_bytes(content)
+    if content is None:
+        np.savez(bad, x=np.zeros(2))
+    else:
+        bad.write_bytes(content)
     cfg = load_config(CONFIGS[0], [f"vec.mix={{current: 0.5, {bad}: 0.5}}"])
-    with pytest.raises(ConfigError, match="cannot be read"):
+    with pytest.raises(ConfigError, match="cannot be read") as err:
         policy_files(cfg)
+    assert says in str(err.value) and "pickle" not in str(err.value)
 
 
 @pytest.mark.parametrize("layer, kind, shape", [(1, "b", (63,)), (0, "b", (64, 1)),
