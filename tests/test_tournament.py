@@ -462,3 +462,21 @@ def test_duplicate_mode_takes_a_single_round_asked_for_and_session_any_length():
     with pytest.raises(TournamentError, match=r"target_points=3: duplicate mode plays every "
                                               r"deal as a single round"):
         run_tournament("culo", ["greedy", "random"], deals=1, seed=0, jobs=1, target_points=3)
+
+
+def test_a_match_length_in_a_rules_file_is_noted_as_not_played(tmp_path):
+    """Duplicate mode plays one round per deal; a rules file asking for another match length
+    than its preset's is said to be left unplayed (the preset's own, as in a run's rules.json,
+    asks for nothing)."""
+    for name, text, note in (
+            ("r3.yaml", "preset: tavern\nrounds: 3\n", "note: the rules' rounds=3 was not played"),
+            ("t20.yaml", "preset: culo-points\ntarget_points: 20\n",
+             "note: the rules' target_points=20 was not played"),
+            ("run.yaml", "preset: culo\nrounds: 5\n", None)):
+        (tmp_path / name).write_text(text)
+        proc = subprocess.run(
+            [EXE, "tournament", "--rules", str(tmp_path / name), "--bots", "greedy", "random",
+             "--deals", "1", "--jobs", "1", "--out", str(tmp_path / name[:-5]), "--no-plots"],
+            capture_output=True, text=True, env=_env(), timeout=60, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+        assert (note in proc.stderr) if note else "note:" not in proc.stderr, proc.stderr

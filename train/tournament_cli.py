@@ -80,6 +80,21 @@ def _check_results_paths(out: str, with_plots: bool) -> None:
                            f"cannot be written there; move it away or give another --out")
 
 
+def _unplayed_match_length(res) -> str | None:
+    """A note on a match length that a rules file asked for (in place of its preset's) and
+    that duplicate mode, one round per deal, did not play (``--set`` ones are refused)."""
+    from arschloch_env.rules import make_rules
+
+    given = res.rules_given
+    preset = make_rules(given["preset"], given["num_players"]).to_dict()
+    asked = [f"{k}={given[k]}" for k in ("rounds", "target_points")
+             if given[k] != preset[k] and given[k] not in (None, 1)]
+    if res.mode != "duplicate" or not asked:
+        return None
+    return (f"note: the rules' {asked[0]} was not played: duplicate mode plays every deal as "
+            f"a single round (no exchange, no titles); whole matches: --mode session")
+
+
 def _cmd_tournament(args: argparse.Namespace) -> int:
     from train.report import block_unit, text_report, write_outputs
     from train.tournament import TournamentError, run_tournament
@@ -101,6 +116,9 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_INTERRUPTED
     print(text_report(res))
+    note = _unplayed_match_length(res)
+    if note:
+        print(note, file=sys.stderr)
     if res.deals_done:
         if args.out is None:
             # named after the second it started: a run started in the same second gets -2
