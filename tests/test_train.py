@@ -145,6 +145,7 @@ def test_resume_keeps_the_rules_the_run_was_trained_with(tmp_path, monkeypatch):
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-2000:]
     assert ("the run was trained with no_finish_on_top=True" in res.stderr and
             "now give no_finish_on_top=False" in res.stderr), res.stderr
+    assert "restore the file, or resume with --set rules=" in res.stderr
     res = cli("train", "--resume", "--run-dir", tmp_path / "run")  # from the repo root
     assert res.returncode == 2 and "names 'rf.yaml' (rules), which is not there" in res.stderr
     assert "resume from there" in res.stderr
@@ -164,7 +165,10 @@ def test_a_run_whose_rules_file_is_gone_resumes_with_its_own_rules_json(tmp_path
         load_run_config(Path("run"))
     cfg = load_run_config(Path("run"), [f"rules={saved}"])
     assert cfg.rules == str(saved)
-    with pytest.raises(ConfigError, match="the run was trained with rounds=2"):
+    with pytest.raises(ConfigError, match=rf"the run was trained with rounds=2 .*, but the "
+                                          rf"preset 'culo' gives rounds=5; the rules cannot "
+                                          rf"change in a resumed run: resume with --set "
+                                          rf"rules={re.escape(str(saved))}, or start a new run"):
         load_run_config(Path("run"), ["rules=culo"])
     (tmp_path / "run" / "rules.json").unlink()  # a run that kept none has nothing to compare
     with pytest.raises(ConfigError, match="rules cannot change in a run that kept no "
@@ -572,6 +576,9 @@ def test_export_cli_and_bundle_as_agent_spec(smoke_run, tmp_path):
     assert res.returncode == 2 and "--out" in res.stderr and "Traceback" not in res.stderr
     res = cli("export", out, "--out", tmp_path / "again")
     assert res.returncode == 2 and f"{out} is a bot bundle already" in res.stderr, res.stderr
+    res = cli("export", Path(smoke_run) / "checkpoints", "--out", tmp_path / "again")
+    assert res.returncode == 2, res.stderr
+    assert f"is the checkpoints folder of the run {str(smoke_run)!r}" in res.stderr, res.stderr
 
 
 def test_evaluations_score_the_weights_of_their_step(tmp_path):

@@ -166,6 +166,10 @@ def resolve_checkpoint(source: Path) -> tuple[Path, dict]:
         elif is_bundle_dir(source):
             raise CliError(f"{source} is a bot bundle already; export takes the run directory "
                            f"or checkpoint it came from")
+        elif source.name == "checkpoints" and (source.parent / "latest.json").is_file():
+            raise CliError(f"{source} is the checkpoints folder of the run "
+                           f"{str(source.parent)!r}; give the run directory (its best "
+                           f"checkpoint, else its latest) or one checkpoint file in it")
         else:
             raise CliError(f"{source} holds no checkpoint (neither checkpoints/best.zip, "
                            f"checkpoints/best.pt nor latest.json)")

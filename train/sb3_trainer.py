@@ -354,6 +354,8 @@ def check_same_rules(cfg: TrainConfig, run_dir: Path, trained: Any = None) -> No
     rules file edited since, or another one named by ``--set rules=``, would change without a
     word. ``trained``: the ``rules`` its config named, all a run without ``rules.json`` has
     to compare."""
+    from arschloch_env.rules import PRESETS
+
     saved_path = run_dir / "rules.json"
     if not saved_path.is_file():
         if trained is not None and cfg.rules != trained:
@@ -367,9 +369,13 @@ def check_same_rules(cfg: TrainConfig, run_dir: Path, trained: Any = None) -> No
     if changed:
         trained = ", ".join(f"{k}={saved[k]!r}" for k in changed)
         given = ", ".join(f"{k}={now.get(k)!r}" for k in changed)
+        preset = isinstance(cfg.rules, str) and cfg.rules in PRESETS
+        what = (f"the preset {cfg.rules!r} gives" if preset
+                else f"its rules {cfg.rules!r} now give")
         raise ConfigError(f"--resume: the run was trained with {trained} ({saved_path}), but "
-                          f"its rules {cfg.rules!r} now give {given}; the rules cannot change "
-                          f"in a resumed run: restore the file, or start a new run")
+                          f"{what} {given}; the rules cannot change in a resumed run: "
+                          f"{'' if preset else 'restore the file, or '}resume with --set "
+                          f"rules={saved_path.resolve()}, or start a new run")
 
 
 class WorkerDied(RuntimeError):
