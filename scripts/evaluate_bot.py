@@ -55,10 +55,11 @@ def tournament(rules: dict, players: int, candidate: str, field: str, deals: int
     print(f"  {players}p {candidate} vs {players - 1}x {field}: {deals} deals ...", flush=True)
     res = run_tournament(rules, [candidate, field], deals=deals, seed=seed, jobs=jobs,
                          players=players, progress=None)
-    if not res.complete:
-        raise SystemExit("interrupted; run again to continue")
     key_path.unlink(missing_ok=True)  # results and key are written as a pair, key last
-    write_outputs(res, out)
+    if res.deals_done:
+        write_outputs(res, out)
+    if not res.complete:  # kept to be read, played again whole by the next run
+        raise KeyboardInterrupt
     write_atomic(key_path, json.dumps(key, indent=1))
     return res.to_dict()
 
@@ -175,15 +176,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("bot", help="bundle directory (bots/NAME)")
     p.add_argument("--out", required=True, help="directory for the tournament reports")
     p.add_argument("--deals", type=int, default=10_000,
-                   help="4-player deals against expert (default 10000)")
+                   help="4-player deals against expert (default 10000; 0 skips them)")
     p.add_argument("--greedy-deals", type=int, default=2_000,
-                   help="4-player deals against greedy (default 2000)")
+                   help="4-player deals against greedy (default 2000; 0 skips them)")
     p.add_argument("--ladder-deals", type=int, default=None,
                    help="4-player deals of expert against greedy (default: --deals, so that "
-                        "the step and the bot's margin over expert come from the same deals)")
-    p.add_argument("--mc-deals", type=int, default=150, help="deals against mc (default 150)")
+                        "the step and the bot's margin over expert come from the same deals; "
+                        "0 skips them)")
+    p.add_argument("--mc-deals", type=int, default=150, help="deals against mc (default 150; 0 skips them)")
     p.add_argument("--other-deals", type=int, default=2_000,
-                   help="deals at the other table sizes (default 2000)")
+                   help="deals at the other table sizes (default 2000; 0 skips them)")
     p.add_argument("--players", type=int, nargs="*", default=[3, 5],
                    help="other table sizes to check (default 3 5; skipped unless trained for)")
     p.add_argument("--other-fields", nargs="*", default=["expert"],
@@ -198,6 +200,11 @@ def main(argv: list[str] | None = None) -> int:
         return evaluate(args, argv)
     except TournamentError as exc:  # a field spec or table size the tournament refuses
         p.error(str(exc))
+    except KeyboardInterrupt:
+        print(f"interrupted: the tournaments that finished are kept in {args.out} and are "
+              f"not played again; run the same command to play the rest (the one cut short "
+              f"from its start; its partial results are in its folder)", file=sys.stderr)
+        return 130
 
 
 def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -406,3 +406,27 @@ def test_evaluate_bot_ladder_line_without_the_bots_expert_tournament():
     line = module.ladder_line({"deals": 4, "players": 4, "paired": paired}, 0)
     assert "4 4-player deals (the bot did not play expert: --deals 0)" in line
     assert "the bot's" not in line
+
+
+def test_evaluate_bot_cut_short_keeps_what_it_has_and_exits_130(tmp_path, monkeypatch, capsys):
+    """A tournament cut short by Ctrl-C leaves its partial results to read, without the key
+    that would pass them off as finished: the next run plays it again whole."""
+    import dataclasses
+
+    import train.tournament
+
+    real = train.tournament.run_tournament
+
+    def cut_short(*args, **kwargs):
+        return dataclasses.replace(real(*args, **{**kwargs, "jobs": 1}), complete=False)
+
+    monkeypatch.setattr(train.tournament, "run_tournament", cut_short)
+    out = tmp_path / "eval"
+    code = _evaluate_bot().main([str(BUNDLE), "--out", str(out), "--deals", "2",
+                                 "--greedy-deals", "0", "--mc-deals", "0", "--other-deals", "0",
+                                 "--ladder-deals", "0", "--jobs", "1"])
+    assert code == 130
+    assert "interrupted: the tournaments that finished are kept" in capsys.readouterr().err
+    folder = out / f"4p_{BUNDLE.name}_vs_expert"
+    assert json.loads((folder / "results.json").read_text())["complete"] is False
+    assert not (folder / "key.json").exists()
