@@ -20,7 +20,9 @@ from typing import Callable
 
 import numpy as np
 
-from arschloch_env.rules import FIELD_NAMES, PRESETS, Rules, RulesError, make_rules, parse_override
+from arschloch_env.rules import (
+    FIELD_NAMES, PRESETS, Rules, RulesError, make_rules, make_rules_for_seats, parse_override,
+)
 
 
 class CliError(Exception):
@@ -200,7 +202,12 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     from agents.base import QuitGame, agent_label, resolve_agents
     from agents.runner import play_match
 
-    rules = rules_from_args(args)
+    if args.players is None and args.agents and len(args.agents) > 1:
+        rules = make_rules_for_seats(args.rules, None, len(args.agents),
+                                     f"--agents: {len(args.agents)} specs, one per seat,",
+                                     **overrides_from_args(args))
+    else:
+        rules = rules_from_args(args)
     n = rules.num_players
     specs = args.agents or ["random"] * n
     if len(specs) == 1:
@@ -344,8 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = sub.add_parser("simulate", help="play matches between agents and write game records")
-    add_rules_args(p, players_default="4, or the rules file's; --agents then names one spec "
-                                      "per seat or one for all")
+    add_rules_args(p, players_default="the rules file's, else one per --agents spec when "
+                                      "several are given, else 4")
     p.add_argument("--matches", type=int, default=10, metavar="M", help="matches (default 10)")
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="seed of the series: match i is dealt from it and i (default 0)")

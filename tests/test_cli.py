@@ -143,6 +143,15 @@ def test_negative_seed_is_refused_by_every_command(tmp_path, args):
     assert list(tmp_path.iterdir()) == []  # no record, no results, no clone
 
 
+def test_simulate_counts_the_table_from_the_agents_given_one_per_seat():
+    res = ok(cli("simulate", "--agents", "random", "greedy", "random", "--matches", "1"))
+    assert "of culo, 3 players" in res.stdout
+    failed(cli("simulate", "--agents", "random", "greedy", "random", "--players", "4"), 2,
+           "--agents: 3 specs for 4 seats")
+    failed(cli("simulate", "--agents", *["random"] * 7), 2,
+           "--agents: 7 specs, one per seat, make a table of 7 players; num_players: 7")
+
+
 def test_no_record_file_when_no_match_finished(tmp_path):
     rec = tmp_path / "s.jsonl"
     res = cli("simulate", "--agents", "tests.test_cli:BoomAgent", "random", "random", "random",
@@ -348,7 +357,7 @@ def test_rank_order_as_a_bracketed_list():
 @pytest.mark.parametrize("command,words", [
     ("play", ["one seat for each", "one for you"]),
     ("tournament", ["one per --bots spec when more than two"]),
-    ("simulate", ["--agents then names one spec per seat"]),
+    ("simulate", ["one per --agents spec when several are given"]),
 ])
 def test_players_help_says_what_decides_the_table_size(command, words):
     text = " ".join(ok(cli(command, "--help")).stdout.split())
