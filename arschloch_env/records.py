@@ -2,9 +2,10 @@
 
 A writer streams whole matches into ``<name>.<random>.part`` beside the target (its own: two
 runs given one record path each write a whole record, the last to finish under the name) and
-renames it to the target on close, so a crash never leaves a half-written record behind the final name, and an
-interrupted run that is closed normally keeps every match that finished. A run in which no
-match finished leaves no file at all: an empty record is no game record.
+renames it to the target on close, so a crash never leaves a half-written record behind the
+final name, and an interrupted run that is closed normally keeps every match that finished.
+A run in which no match finished leaves no file at all: an empty record is no game record.
+``--record`` replaces an earlier record or an empty file, never a file of another kind.
 """
 
 from __future__ import annotations

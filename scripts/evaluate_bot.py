@@ -183,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="4-player deals of expert against greedy (default: --deals, so that "
                         "the step and the bot's margin over expert come from the same deals; "
                         "0 skips them)")
-    p.add_argument("--mc-deals", type=int, default=150, help="deals against mc (default 150; 0 skips them)")
+    p.add_argument("--mc-deals", type=int, default=150,
+                   help="deals against mc (default 150; 0 skips them)")
     p.add_argument("--other-deals", type=int, default=2_000,
                    help="deals at the other table sizes (default 2000; 0 skips them)")
     p.add_argument("--players", type=int, nargs="*", default=[3, 5],
