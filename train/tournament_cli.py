@@ -52,11 +52,11 @@ def _check_record(record: str, out: str, inputs: dict[str, list[str]]) -> None:
     from arschloch_env.records import check_record_path
     from train.report import FILES
 
+    check_record_inputs(record, inputs)  # first: it names the input that would be lost
     try:
         check_record_path(record)
     except ValueError as exc:
         raise CliError(f"--record {record}: {exc}") from None
-    check_record_inputs(record, inputs)
     # resolve(), not absolute(): "o/../o/results.json" and links name the same file
     rec, out_dir = Path(record).resolve(), Path(out).resolve()
     if rec == out_dir or rec in out_dir.parents:
