@@ -5,18 +5,26 @@ runs given one record path each write a whole record, the last to finish under t
 renames it to the target on close, so a crash never leaves a half-written record behind the
 final name, and an interrupted run that is closed normally keeps every match that finished.
 A run in which no match finished leaves no file at all: an empty record is no game record.
-``--record`` replaces an earlier record or an empty file, never a file of another kind.
+``--record`` replaces an earlier record or an empty file, never a file of another kind. A
+writer that was killed leaves its temporary, which the next writer of that record removes.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import time
 import weakref
 from pathlib import Path
 from typing import Iterator
 
 from arschloch_env.atomic import temporary_beside
+
+try:
+    import fcntl
+except ImportError:  # not POSIX
+    fcntl = None
 
 
 class RecordError(ValueError):
@@ -55,13 +63,37 @@ def _holds_a_record(path: Path) -> bool:
     return isinstance(event, dict) and event.get("event") == "match"
 
 
+ABANDONED_AFTER_S = 60
+"""A temporary of a record this old that no writer holds was left by a killed one."""
+
+
+def _remove_abandoned(path: Path) -> None:
+    """Removes the temporaries of the record ``path`` left by writers that were killed (a
+    crash, SIGKILL): those no live writer holds locked. A young one may be a writer's that
+    has not locked it yet, and stays."""
+    if fcntl is None:  # not POSIX: left for the user
+        return
+    for tmp in path.parent.glob(f"{glob.escape(path.name)}.*.part"):
+        try:
+            if time.time() - tmp.stat().st_mtime < ABANDONED_AFTER_S:
+                continue
+            with open(tmp, "rb") as fh:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                tmp.unlink()
+        except OSError:  # held by a live writer, or gone already
+            continue
+
+
 class RecordWriter:
     """Writes matches (lists of events) to a JSON Lines file, atomically per file."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = check_record_path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned(self.path)
         fd, self.tmp = temporary_beside(self.path)
+        if fcntl is not None:  # held while this writer lives: its file is not abandoned
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         self._fh = os.fdopen(fd, "w", encoding="utf-8")
         self.matches = 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import numpy as np
@@ -172,6 +173,26 @@ def test_writer_replaces_a_record_or_an_empty_file_and_nothing_else(tmp_path):
         with RecordWriter(target) as w:
             w.write_match(g.events)
         assert [json.loads(x) for x in target.read_text().splitlines()] == g.events
+
+
+def test_a_writer_removes_the_temporaries_that_killed_writers_left(tmp_path):
+    import time
+
+    from arschloch_env.records import ABANDONED_AFTER_S
+
+    target = tmp_path / "games.jsonl"
+    live = RecordWriter(target)  # holds its own, however old
+    abandoned, young = tmp_path / "games.jsonl.k1ll3d.part", tmp_path / "games.jsonl.n3wb0rn.part"
+    other = tmp_path / "other.jsonl.k1ll3d.part"  # another record's
+    for path in (abandoned, young, other):
+        path.write_text("{}\n")
+    old = time.time() - ABANDONED_AFTER_S - 5
+    for path in (abandoned, other, live.tmp):
+        os.utime(path, (old, old))
+    with RecordWriter(target) as w:
+        w.write_match(random_match("culo", 4, 1).events)
+    assert sorted(tmp_path.iterdir()) == sorted([target, young, other, live.tmp])
+    live.close()
 
 
 def test_writer_context_manager_and_directory(tmp_path):
