@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import traceback
 from typing import Any
 
 import numpy as np
 
 from agents.base import QuitGame, agent_label, resolve_agents
+from agents.bundle import BundleError
 from arschloch_env.engine import Game, IllegalActionError, player_name
 from arschloch_env.observation import Encoder
 from arschloch_env.view import public_view
@@ -91,9 +93,16 @@ def _call(choose, agent: Any, seat: int, observation: dict, view: dict | None):
     except (QuitGame, AgentError):
         raise
     except Exception as exc:  # noqa: BLE001 - whatever a user's agent raises
-        failed = AgentFailed(f"{who(agent, seat)} raised {type(exc).__name__}: {exc}")
-        failed.add_note("".join(traceback.format_exception(exc)).rstrip())
-        raise failed from None
+        raise failure(agent, seat, exc) from None
+
+
+def failure(agent: Any, seat: int, exc: Exception, method: str = "") -> AgentFailed:
+    """The :class:`AgentFailed` for ``agent`` in ``seat`` having raised ``exc`` (in
+    ``method``, where not while choosing a move), its traceback as a note."""
+    during = f" in {method}" if method else ""
+    failed = AgentFailed(f"{who(agent, seat)} raised {type(exc).__name__}{during}: {exc}")
+    failed.add_note("".join(traceback.format_exception(exc)).rstrip())
+    return failed
 
 
 def who(agent: Any, seat: int) -> str:
@@ -117,10 +126,30 @@ def agent_seed(match_seed: int, seat: int) -> int:
 
 
 def reset_agents(agents: list[Any], rules: dict, seed: int | None) -> None:
-    """Calls ``reset(rules, seat, seed)`` on every agent that has it, with per-seat seeds."""
+    """Calls ``reset(rules, seat, seed)`` on every agent that has it, with per-seat seeds.
+
+    Raises:
+        AgentFailed: an agent's ``reset`` raised an error, or does not take those three
+            arguments.
+    """
     for seat, agent in enumerate(agents):
-        if hasattr(agent, "reset"):
-            agent.reset(rules, seat, None if seed is None else agent_seed(seed, seat))
+        reset = getattr(agent, "reset", None)
+        if reset is None:
+            continue
+        try:
+            inspect.signature(reset).bind(rules, seat, seed)
+        except TypeError as exc:
+            raise AgentFailed(f"{who(agent, seat)}: its reset{inspect.signature(reset)} "
+                              f"cannot be called as reset(rules, seat, seed), as every "
+                              f"agent's reset is ({exc})") from None
+        except ValueError:  # a builtin whose signature cannot be read: call it and see
+            pass
+        try:
+            reset(rules, seat, None if seed is None else agent_seed(seed, seat))
+        except (QuitGame, AgentError, BundleError):  # a bundle refusing the rules says why
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever a user's agent raises
+            raise failure(agent, seat, exc, "reset") from None
 
 
 def play_match(rules, agents: list[Any], seed: int | None = None, match_index: int = 0,

@@ -58,6 +58,23 @@ class BoomAgent:
         raise RuntimeError("boom")
 
 
+class ResetBoomAgent:
+    """Raises when a match starts (``tests.test_cli:ResetBoomAgent``)."""
+
+    def reset(self, rules, seat, seed):
+        raise KeyError("boom")
+
+    def act(self, observation, view):
+        return view["legal"][0]["id"]
+
+
+class TwoArgumentResetAgent(ResetBoomAgent):
+    """A ``reset`` without the seed that every agent's reset is given."""
+
+    def reset(self, rules, seat):
+        self.seat = seat
+
+
 class LateBoomAgent:
     """Plays the first legal action, and raises in its second match."""
 
@@ -223,6 +240,21 @@ def test_an_agent_that_raises_is_named_with_its_seat_and_its_own_traceback(comma
                        f"RuntimeError: boom"
     assert res.stderr.count("Traceback (most recent call last)") == 1
     assert 'raise RuntimeError("boom")' in res.stderr and "RemoteTraceback" not in res.stderr
+
+
+@pytest.mark.parametrize("agent, says", [
+    ("ResetBoomAgent", "agent 'ResetBoomAgent' in player_0 raised KeyError in reset: 'boom'"),
+    ("TwoArgumentResetAgent", "agent 'TwoArgumentResetAgent' in player_0: its reset(rules, "
+                              "seat) cannot be called as reset(rules, seat, seed)"),
+])
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_an_agent_whose_reset_fails_is_named_with_its_seat(agent, says, jobs):
+    res = cli("tournament", "--bots", f"tests.test_cli:{agent}", "greedy", "--deals", "2",
+              "--jobs", jobs, "--no-plots")
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.splitlines()[0].startswith(f"arschloch tournament: {says}"), res.stderr
+    assert res.stderr.count("Traceback (most recent call last)") <= 1
+    assert "RemoteTraceback" not in res.stderr
 
 
 def test_simulate_without_record():
