@@ -168,7 +168,6 @@ class VectorGame:
         self._setup_records(record_path, record_games)
         self._started = False
         self._closed = False
-        self._obs = np.zeros((B, self.obs_size), np.float32)
         self._mask = np.zeros((B, self.num_actions), np.int8)
         self._zero_rew = np.zeros((B, n), np.float32)
         self._all = np.ones(B, np.uint8)
@@ -286,7 +285,7 @@ class VectorGame:
         mask = np.empty((B, self.num_actions), np.int8)
         vk.reset_games(self._st, self._rng, self._config, self._EV, index, obs, mask,
                        self._zero_rew)
-        self._obs, self._mask = obs, mask
+        self._mask = mask.copy()  # the caller's to change: sampling and messages read this
         self._collect_events()
         return obs, mask
 
@@ -336,7 +335,7 @@ class VectorGame:
         else:
             self._run(vk.step_games, self._st, self._rng, _Whole(self._config),
                       _Whole(self._EV), acts, active, obs, mask, rew, done)
-        self._obs, self._mask = obs, mask
+        self._mask = mask.copy()  # the caller's to change: sampling and messages read this
         if done.any():
             idx = np.flatnonzero(done)
             n = self.n
@@ -393,8 +392,8 @@ class VectorGame:
 
     @property
     def action_masks(self) -> np.ndarray:
-        """int8 [B, A]: the masks of the last ``reset``/``step``."""
-        return self._mask
+        """int8 [B, A]: the masks of the last ``reset``/``step`` (a new array each time)."""
+        return self._mask.copy()
 
     @property
     def match_index(self) -> np.ndarray:

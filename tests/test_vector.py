@@ -302,6 +302,21 @@ def test_batch_of_one_and_shapes():
     assert vg.current_seat.shape == (1,) and vg.state().shape == (1, vg.state_size)
 
 
+def test_the_masks_returned_are_the_callers_to_change():
+    vg = VectorGame(rules="culo", num_players=4, num_games=4, seed=0)
+    _, mask = vg.reset()
+    true = mask.copy()
+    mask[:] = 0  # e.g. a caller's own filter, in place
+    assert (vg.action_masks == true).all() and vg.action_masks is not vg.action_masks
+    vg.action_masks[:] = 0
+    actions = vg.sample_actions()
+    assert true[np.arange(4), actions].all()
+    _, mask, _, _ = vg.step(actions)
+    true = mask.copy()
+    mask[:] = 0
+    assert true[np.arange(4), vg.sample_actions()].all()
+
+
 def test_step_where_moves_only_those_games():
     vg = VectorGame("culo-52", 5, num_games=10, seed=6)
     obs, mask = vg.reset()
