@@ -196,10 +196,12 @@ def check_rules(manifest: dict[str, Any], rules: Any, where: str = "bundle") -> 
         raise BundleError(f"{where}: rules must be the rules dict (e.g. view['rules']) or a "
                           f"Rules object, got {type(rules).__name__}")
     trained = manifest["rules"]
-    if rules.get("preset") not in manifest.get("presets", []):
+    # what counts is how the rounds play, not the preset's name: culo-points, culo's play
+    # with a points target, is as much the culo bot's as culo with target_points set
+    difference = play_difference(trained, rules)
+    if difference and rules.get("preset") not in manifest.get("presets", []):
         raise BundleError(f"{where}: trained for preset(s) {manifest.get('presets')}, not "
                           f"{rules.get('preset')!r}")
-    difference = play_difference(trained, rules)
     if difference:
         raise BundleError(f"{where}: {difference}")
     if rules.get("num_players") not in manifest.get("players", []):

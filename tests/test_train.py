@@ -481,6 +481,9 @@ def test_bundle_refuses_other_rules_and_damage(bundle, tmp_path):
     with pytest.raises(BundleError, match="no_finish_on_top"):
         agent.reset(make_rules("culo", 4, no_finish_on_top=False).to_dict(), 0, 0)
     agent.reset(make_rules("culo", 4, rounds=1).to_dict(), 0, 0)  # match length is fine
+    agent.reset(make_rules("culo-points", 4).to_dict(), 0, 0)  # so is culo's play to points
+    with pytest.raises(BundleError, match="preset"):
+        agent.reset(make_rules("culo-ten", 4).to_dict(), 0, 0)
 
     damaged = tmp_path / "damaged"
     shutil.copytree(out, damaged)
