@@ -305,9 +305,17 @@ class BundleAgent:
             raise BundleError(f"bundle {str(self.path)!r}: observation row(s) "
                               f"{np.flatnonzero(~np.isfinite(x).all(axis=1))[:5].tolist()} "
                               f"hold NaN or infinite values; an observation is finite")
+        legal = legal_masks(str(self.path), m.reshape(-1, actions))
         action, logits = self.session.run(["action", "logits"], {
-            "observation": x,
-            "action_mask": legal_masks(str(self.path), m.reshape(-1, actions))})
+            "observation": x, "action_mask": legal})
+        # finite values far beyond any observation's overflow the logits to NaN, where the
+        # graph's ArgMax would pick an action whatever the mask says
+        chosen = legal[np.arange(len(action)), np.maximum(action, 0)] != 0
+        if not (chosen & (action >= 0)).all():
+            rows = np.flatnonzero(~(chosen & (action >= 0)))
+            raise BundleError(f"bundle {str(self.path)!r}: the policy has no finite logits for "
+                              f"observation row(s) {rows[:5].tolist()} (their values reach "
+                              f"{np.abs(x[rows]).max():.3g}, far beyond any observation's)")
         return action, logits
 
     def act(self, observation: dict, view: dict | None) -> int:
@@ -317,7 +325,15 @@ class BundleAgent:
                 f"bundle {str(self.path)!r}: act takes the AEC env's observation, a dict with "
                 f"'observation' and 'action_mask', got {type(observation).__name__}; for a "
                 f"vector and its mask call policy(observations, masks)")
-        # policy() takes one row as well as a batch, and lists (a JSON-decoded observation)
+        # policy() takes lists too (a JSON-decoded observation); one seat's is one row
+        try:
+            shape = np.shape(observation["observation"])
+        except ValueError:  # ragged lists: policy() names what is wrong with them
+            shape = ()
+        if len(shape) > 1:
+            raise BundleError(f"bundle {str(self.path)!r}: act takes one seat's observation, a "
+                              f"vector, got shape {list(shape)}; for a batch of them call "
+                              f"policy(observations, masks)")
         action, _ = self.policy(observation["observation"], observation["action_mask"])
         return int(action[0])
 

@@ -169,6 +169,25 @@ def test_bundle_act_takes_a_json_decoded_observation_and_names_a_non_numeric_one
                    [decoded["action_mask"]] * 2)
 
 
+def test_bundle_act_refuses_a_batch_and_policy_a_row_it_has_no_logits_for():
+    import arschloch_env
+    from agents.bundle import BundleError, load_bundle
+
+    env = arschloch_env.env(rules="culo", num_players=4)
+    env.reset(seed=2)
+    obs, *_ = env.last()
+    bot = load_bundle(ROOT / "bots" / "ppo_vec_culo_expert")  # relu: no saturation
+    batch = {"observation": np.stack([obs["observation"]] * 2),
+             "action_mask": np.stack([obs["action_mask"]] * 2)}
+    with pytest.raises(BundleError, match=r"act takes one seat's observation, a vector, got "
+                                          r"shape \[2, \d+\]; for a batch of them call policy"):
+        bot.act(batch, None)
+    far = obs["observation"].copy()
+    far[0] = 3e38  # finite, and the logits overflow to NaN
+    with pytest.raises(BundleError, match=r"no finite logits for observation row\(s\) \[1\]"):
+        bot.policy(np.stack([obs["observation"], far]), batch["action_mask"])
+
+
 def test_bundle_policy_needs_one_mask_per_observation():
     import arschloch_env
     from agents.bundle import BundleError, load_bundle
