@@ -20,10 +20,10 @@ game. The other seats are played by ``opponent``: ``"random"`` (uniform legal mo
 the kernels), a callable ``opponent(obs, mask) -> actions`` on batches (float32 [k, D], int8
 [k, A] -> ints [k]) of the games where an opponent is to act, e.g. a frozen policy, or an agent
 (an object with ``act``, or its spec: a built-in name, a bundle path, ``package.module:Class``).
-An agent with a batched ``policy(observations, masks) -> (actions, logits)`` (a bundle)
-plays every opponent seat as one object, its whole batch in one call, so it must keep no state
-between moves (it is reset with a seed drawn from the env's, so that a seeded env replays one
-that samples). Any other agent (``greedy``, ``expert``, ``mc``, a class of your own) gets its
+An agent whose class defines a batched method ``policy(observations, masks) -> (actions,
+logits)`` (a bundle) plays every opponent seat as one object, its whole batch in one call, so
+it must keep no state between moves (it is reset once per ``reset()``, as seat 0, with a seed
+drawn from the env's, so that a seeded env replays one that samples). Any other agent (``greedy``, ``expert``, ``mc``, a class of your own) gets its
 own copy for every opponent seat of every game, reset with its seat at the start of every
 match, as the agent protocol has it, and is asked row by row at Python speed; one that reads
 the public view gets it from a reference game per table that follows the batched one move for
@@ -45,6 +45,8 @@ episode of its own: its rewards are dropped and ``infos[i]["skipped_matches"]`` 
 
 from __future__ import annotations
 
+import inspect
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -128,15 +130,29 @@ def batched_opponent(opponent: Any,
     from agents.base import AgentSpecError, agent_maker, make_agent
 
     try:
-        agent = make_agent(opponent) if isinstance(opponent, str) else opponent
+        agent = make_agent(opponent) if isinstance(opponent, (str, Path)) else opponent
         if not callable(getattr(agent, "act", None)):
             raise ValueError(f"opponent {opponent!r}: expected 'random', a callable (obs, "
                              f"mask) -> actions, or an agent (spec)")
-        if callable(getattr(agent, "policy", None)):
+        if has_batched_policy(agent):
             return SharedOpponent(agent, rules)
         return MirroredOpponent(agent_maker(opponent), rules)
     except AgentSpecError as exc:
         raise ValueError(f"opponent: {exc}") from None
+
+
+def has_batched_policy(agent: Any) -> bool:
+    """Whether ``agent``'s class defines a method ``policy(observations, masks)``, as a
+    bundle's does. An attribute that happens to be named ``policy`` (a network an agent keeps,
+    say) does not count: that agent is asked through ``act`` like any other."""
+    method = getattr(agent, "policy", None)
+    if not inspect.ismethod(method) or not callable(getattr(type(agent), "policy", None)):
+        return False
+    try:
+        inspect.signature(method).bind(None, None)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 class SharedOpponent:

@@ -885,3 +885,39 @@ def test_the_kernel_cache_stamp_covers_every_jitted_source():
             jitted |= set(re.findall(r"njit\(\*\*JIT\)\((\w+)\.", (here / f"{name}.py")
                                      .read_text()))
     assert jitted and jitted <= set(KERNEL_MODULES), jitted - set(KERNEL_MODULES)
+
+
+class KeepsANetworkAsPolicy:
+    """An agent that plays through ``act`` and keeps a callable named ``policy`` (a network,
+    say): it is not a batched agent."""
+    name = "keeps-net"
+
+    def __init__(self):
+        self.policy = lambda x: x.sum()
+        self.resets = []
+
+    def reset(self, rules, seat, seed=None):
+        self.resets.append(seat)
+
+    def act(self, observation, view):
+        return int(np.flatnonzero(observation["action_mask"])[0])
+
+
+def test_vec_env_asks_an_agent_with_a_policy_attribute_through_act():
+    from arschloch_env.vector_env import ArschlochVecEnv, MirroredOpponent
+    env = ArschlochVecEnv("culo", 4, num_envs=2, seed=0, seat=0,
+                          opponent=KeepsANetworkAsPolicy(), rounds=1)
+    assert isinstance(env.opponent, MirroredOpponent)
+    env.reset()
+    for _ in range(30):
+        env.step(env.action_masks().argmax(axis=1))
+
+
+def test_vec_env_takes_a_bundle_path_as_a_path(tmp_path):
+    from pathlib import Path
+    from arschloch_env.vector_env import ArschlochVecEnv, SharedOpponent
+    env = ArschlochVecEnv("culo", 4, num_envs=2, seed=0, seat=0,
+                          opponent=Path("bots/ppo_vec_culo_expert"), rounds=1)
+    assert isinstance(env.opponent, SharedOpponent)
+    env.reset()
+    env.step(env.action_masks().argmax(axis=1))
