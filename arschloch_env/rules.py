@@ -125,7 +125,8 @@ class Rules:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Rules":
-        """From the JSON form, or from ``{"preset": ..., <some fields>}`` (the rest from the preset).
+        """From the JSON form, or from ``{"preset": ..., <some fields>}`` (the rest from the
+        preset; without ``preset``, from ``culo``).
 
         Raises:
             RulesError: as :meth:`from_preset`, or ``data`` is not a mapping.
@@ -336,7 +337,8 @@ def make_rules(rules: "Rules | str | dict | None" = "culo", num_players: int | N
                 raise RulesError(f"{exc} (rules file {name!r})") from None
         raise RulesError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)} "
                          f"(or a .yaml/.json rules file)")
-    raise RulesError(f"rules: expected a preset name, a dict or a file, got {type(rules).__name__}")
+    raise RulesError(f"rules: expected a preset name ({', '.join(PRESETS)}), a dict or a "
+                     f".yaml/.json rules file, got {type(rules).__name__}")
 
 
 def players_or_default(rules: "Rules | str | dict | None", num_players: int | None,

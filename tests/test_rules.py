@@ -291,6 +291,13 @@ def test_not_a_mapping():
         Rules.from_dict(["culo"])
 
 
+def test_rules_of_another_type_list_the_presets():
+    with pytest.raises(RulesError) as e:
+        make_rules(123)
+    msg = str(e.value)
+    assert msg.startswith("rules:") and "int" in msg and all(p in msg for p in PRESETS)
+
+
 # -- --set FIELD=VALUE ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text,pair", [
