@@ -605,8 +605,8 @@ def add_parser(sub) -> None:
 def _cmd_play(args: argparse.Namespace) -> int:
     from agents.base import agent_label, make_agent, resolve_agents
     from arschloch_env.cli import (
-        CliError, check_support, input_paths, match_seed, open_record, overrides_from_args,
-        rules_from_args,
+        EXIT_INTERRUPTED, CliError, check_support, input_paths, interruption, match_seed,
+        open_record, overrides_from_args, rules_from_args,
     )
     from arschloch_env.rules import make_rules_for_seats
 
@@ -655,8 +655,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
         except QuitGame:
             print("\nyou left the game")
         except KeyboardInterrupt:
-            print("\ninterrupted (Ctrl-C); you left the game")
-            code = 130
+            print(f"\ninterrupted ({interruption()}); you left the game")
+            code = EXIT_INTERRUPTED
     if writer is not None and finished:
         print(wrapped(f"record: {args.record} ({finished} finished match(es)"
                       + ("" if finished == args.matches else "; the unfinished one is not kept")

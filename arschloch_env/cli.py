@@ -13,8 +13,10 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Callable
 
@@ -106,6 +108,51 @@ EXIT_INTERRUPTED = 130
 
 class Interrupted(Exception):
     """Ctrl-C, with what it left and how to go on: printed as one line, exit status 130."""
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""Signals that stop a command as Ctrl-C does: ``kill`` and ``timeout`` send SIGTERM, a
+terminal that closes sends SIGHUP."""
+_stopped_by: list[int] = []  # the stop signal that interrupted this command, if one did
+
+
+@contextlib.contextmanager
+def stopping_as_on_ctrl_c():
+    """Within the block, SIGTERM and SIGHUP raise KeyboardInterrupt in this process, so that
+    what a command keeps on Ctrl-C (the finished matches of a record, the finished deals of a
+    tournament, a run's checkpoints) is kept then too; a forked worker still ends at once, as
+    it would without the block. Afterwards the handlers are as before."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    owner = os.getpid()
+
+    def stop(signum, frame):
+        if os.getpid() != owner:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        _stopped_by.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
+    _stopped_by.clear()
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def interruption() -> str:
+    """What interrupted the command: ``Ctrl-C``, or the stop signal's name."""
+    return signal.Signals(_stopped_by[0]).name if _stopped_by else "Ctrl-C"
+
+
+def exit_status(code: int) -> int:
+    """``code``, or after a stop signal 128 + its number, as a shell reports a process the
+    signal ended."""
+    return 128 + _stopped_by[0] if _stopped_by else code
 
 
 def add_rules_args(p: argparse.ArgumentParser, players: bool = True,
@@ -390,16 +437,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from agents.base import AgentSpecError, QuitGame
-    from agents.bundle import BundleError
-    from agents.runner import AgentError, AgentFailed
-    from arschloch_env.engine import DealError, IllegalActionError
-
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         # the command's own usage and name, not the top-level parser's
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    with stopping_as_on_ctrl_c():
+        return exit_status(_run_command(args))
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    from agents.base import AgentSpecError, QuitGame
+    from agents.bundle import BundleError
+    from agents.runner import AgentError, AgentFailed
+    from arschloch_env.engine import DealError, IllegalActionError
+
     try:
         # Every command's --seed seeds a series; checked here, before any file is opened.
         check_seed(getattr(args, "seed", None))
@@ -416,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except KeyboardInterrupt:
         # A command that has more to say (what was kept, how to go on) raises Interrupted.
-        print(f"arschloch {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
+        print(f"arschloch {args.command}: interrupted ({interruption()})", file=sys.stderr)
         return EXIT_INTERRUPTED
     except QuitGame as exc:
         # A person playing a seat left; play and simulate say what they kept, others stop here.

@@ -195,17 +195,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all)")
     args = p.parse_args(argv)
     check_args(p, args)
+    from arschloch_env.cli import (EXIT_INTERRUPTED, exit_status, interruption,
+                                   stopping_as_on_ctrl_c)
     from train.tournament import TournamentError
 
-    try:
-        return evaluate(args, argv)
-    except TournamentError as exc:  # a field spec or table size the tournament refuses
-        p.error(str(exc))
-    except KeyboardInterrupt:
-        print(f"interrupted: the tournaments that finished are kept in {args.out} and are "
-              f"not played again; run the same command to play the rest (the one cut short "
-              f"from its start; its partial results are in its folder)", file=sys.stderr)
-        return 130
+    with stopping_as_on_ctrl_c():
+        try:
+            return evaluate(args, argv)
+        except TournamentError as exc:  # a field spec or table size the tournament refuses
+            p.error(str(exc))
+        except KeyboardInterrupt:
+            print(f"interrupted ({interruption()}): the tournaments that finished are kept in "
+                  f"{args.out} and are not played again; run the same command to play the "
+                  f"rest (the one cut short from its start; its partial results are in its "
+                  f"folder)", file=sys.stderr)
+            return exit_status(EXIT_INTERRUPTED)
 
 
 def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -7,9 +7,10 @@ settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
-def interrupt_while_recording(argv: list[str], record, **popen) -> tuple[int, str, str]:
-    """Runs a command that writes ``record``, sends it Ctrl-C (SIGINT) once it has written
-    some matches, and returns its exit status, stdout and stderr."""
+def interrupt_while_recording(argv: list[str], record, sig=None,
+                              **popen) -> tuple[int, str, str]:
+    """Runs a command that writes ``record``, sends it ``sig`` (Ctrl-C's SIGINT unless given)
+    once it has written some matches, and returns its exit status, stdout and stderr."""
     import signal
     import subprocess
     import time
@@ -27,7 +28,7 @@ def interrupt_while_recording(argv: list[str], record, **popen) -> tuple[int, st
         assert proc.poll() is None, proc.communicate()
         assert time.time() < deadline, f"{argv[1]} never got going"
         time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig or signal.SIGINT)
     try:
         stdout, stderr = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:  # say what it was doing, not only that it hung
@@ -38,8 +39,8 @@ def interrupt_while_recording(argv: list[str], record, **popen) -> tuple[int, st
             status = []
         proc.kill()
         stdout, stderr = proc.communicate()
-        raise AssertionError(f"{argv[1]} still ran 120 s after Ctrl-C ({status}); stdout "
-                             f"{stdout[-1000:]!r}, stderr {stderr[-3000:]!r}") from None
+        raise AssertionError(f"{argv[1]} still ran 120 s after {sig or 'Ctrl-C'} ({status}); "
+                             f"stdout {stdout[-1000:]!r}, stderr {stderr[-3000:]!r}") from None
     return proc.returncode, stdout, stderr
 
 

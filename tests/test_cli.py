@@ -510,6 +510,33 @@ def test_simulate_ctrl_c_exits_130_with_the_record_and_summary_agreeing(tmp_path
                                            if '"match_end"' in line])
 
 
+def test_simulate_stopped_by_sigterm_keeps_its_finished_matches(tmp_path):
+    """kill and timeout send SIGTERM: the command stops as on Ctrl-C, the record keeps the
+    finished matches, and the exit status is 128 + 15, as a shell reports the signal."""
+    import signal
+
+    from conftest import interrupt_while_recording
+
+    rec = tmp_path / "games.jsonl"
+    code, stdout, stderr = interrupt_while_recording(
+        BASE + ["simulate", "--matches", "1000000", "--set", "rounds=1", "--record", str(rec)],
+        rec, sig=signal.SIGTERM, cwd=ROOT)
+    assert code == 143 and "Traceback" not in stderr, stderr
+    recorded = int(stdout.split(f"record: {rec} (")[1].split()[0])
+    assert recorded > 0 and not list(tmp_path.glob("*.part"))
+    from arschloch_env.cli import main
+    assert main(["replay", "--quiet", str(rec)]) == 0
+
+
+def test_a_stop_signal_handler_lasts_only_as_long_as_the_command(capsys):
+    import signal
+
+    from arschloch_env.cli import main
+    before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    assert main(["rules", "culo"]) == 0
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
 def test_a_person_leaving_simulate_or_tournament_stops_cleanly(tmp_path):
     """agents.human:HumanAgent can play a seat of any command: 'quit' (or Ctrl-D, the closed
     stdin of cli()) ends the command as it ends play, exit 0, no traceback."""

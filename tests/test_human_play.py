@@ -261,19 +261,23 @@ def test_left_over_swap_with_five_players(tmp_path):
     assert re.search(r"you take \w\w and lay a card face down \(\w\w\)", text)
 
 
-def test_ctrl_c_and_ctrl_d_quit_cleanly_keeping_finished_matches(tmp_path):
-    rec = tmp_path / "two.jsonl"
+def _play_first_of_two_matches(tmp_path, rec):
+    """``play`` of two single-round matches, at the first prompt of the second."""
     child = _spawn(["play", "--bots", "random", "--seed", "4", "--matches", "2", "--set",
                     "rounds=1", "--record", str(rec)], tmp_path)
-    # play match 0 to its end, then press Ctrl-C at the first prompt of match 1
     transcript, k = "", 0
     while True:
         child.expect(PROMPT)
         transcript += child.before
         if "match over" in transcript:
-            break
+            return child
         child.sendline(_reply(child.before if "type: " in child.before else transcript, k))
         k += 1
+
+
+def test_ctrl_c_and_ctrl_d_quit_cleanly_keeping_finished_matches(tmp_path):
+    rec = tmp_path / "two.jsonl"
+    child = _play_first_of_two_matches(tmp_path, rec)
     child.sendintr()
     child.expect(pexpect.EOF)
     child.close()
@@ -289,6 +293,22 @@ def test_ctrl_c_and_ctrl_d_quit_cleanly_keeping_finished_matches(tmp_path):
     child.expect(pexpect.EOF)
     child.close()
     assert "you left the game" in child.before and child.exitstatus == 0
+
+
+def test_a_closed_terminal_keeps_the_finished_matches(tmp_path):
+    """A terminal window that closes sends SIGHUP: play stops as on Ctrl-C, keeping the
+    finished match, with exit status 128 + 1."""
+    import signal
+    rec = tmp_path / "two.jsonl"
+    child = _play_first_of_two_matches(tmp_path, rec)
+    child.kill(signal.SIGHUP)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "interrupted (SIGHUP)" in child.before and "Traceback" not in child.before
+    assert child.exitstatus == 129
+    lines = [json.loads(x) for x in rec.read_text().splitlines()]
+    assert [e["event"] for e in lines].count("match_end") == 1
+    assert not list(tmp_path.glob("*.part"))
 
 
 def test_ctrl_c_works_even_when_the_parent_ignores_it(tmp_path):

@@ -360,6 +360,27 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path):
     assert data["run"]["record_matches"] == 4 * data["deals_done"]
 
 
+def test_sighup_stops_a_tournament_in_worker_processes_and_keeps_what_finished(tmp_path):
+    """A closed terminal sends SIGHUP to the command and its workers: the workers end, the
+    command keeps the finished deals as on Ctrl-C and exits 128 + 1."""
+    import signal
+
+    from conftest import interrupt_while_recording
+
+    out, rec = tmp_path / "out", tmp_path / "games.jsonl"
+    code, stdout, stderr = interrupt_while_recording(
+        [EXE, "tournament", "--bots", LOWEST, "random", "--deals", "100000", "--seed", "1",
+         "--jobs", "2", "--out", str(out), "--record", str(rec), "--no-plots"],
+        rec, sig=signal.SIGHUP, env=_env(), cwd=ROOT)
+    assert code == 129, stderr
+    assert "partial results written" in stderr and "Traceback" not in stderr
+    data = json.loads((out / "results.json").read_text())
+    assert data["complete"] is False and data["run"]["interrupted"] is True
+    assert not list(rec.parent.glob("*.part"))
+    assert data["run"]["record_matches"] == 4 * data["deals_done"] > 0
+    assert cli_main(["replay", "--quiet", str(rec)]) == 0
+
+
 def test_a_bot_against_itself_differs_by_exactly_zero():
     """The sanity check of any tournament: one deterministic bot under two specs. At 4 and 6
     players a place is a third or a fifth, which floats do not hold exactly; the figures must

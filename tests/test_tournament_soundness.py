@@ -426,7 +426,8 @@ def test_evaluate_bot_cut_short_keeps_what_it_has_and_exits_130(tmp_path, monkey
                                  "--greedy-deals", "0", "--mc-deals", "0", "--other-deals", "0",
                                  "--ladder-deals", "0", "--jobs", "1"])
     assert code == 130
-    assert "interrupted: the tournaments that finished are kept" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "interrupted (Ctrl-C): the tournaments that finished are kept" in err
     folder = out / f"4p_{BUNDLE.name}_vs_expert"
     assert json.loads((folder / "results.json").read_text())["complete"] is False
     assert not (folder / "key.json").exists()

@@ -1068,12 +1068,14 @@ def test_interrupted_message_names_the_way_on(tmp_path):
                                         f"'{run}'")
 
 
-def test_ctrl_c_waits_until_a_checkpoint_is_whole():
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_ctrl_c_or_a_stop_signal_waits_until_a_checkpoint_is_whole(sig):
+    from arschloch_env.cli import stopping_as_on_ctrl_c
     from train.sb3_trainer import interrupt_deferred
     done = []
-    with pytest.raises(KeyboardInterrupt):
+    with stopping_as_on_ctrl_c(), pytest.raises(KeyboardInterrupt):
         with interrupt_deferred():
-            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), sig)
             time.sleep(0.05)  # the signal is handled by now: it must not have raised
             done.append(True)
     assert done == [True]

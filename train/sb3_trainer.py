@@ -257,19 +257,22 @@ class RunDir:
 
 @contextlib.contextmanager
 def interrupt_deferred():
-    """Ctrl-C inside the block takes effect when it ends (the main thread's SIGINT handler
-    runs then, whatever it is)."""
+    """Ctrl-C, SIGTERM or SIGHUP inside the block takes effect when it ends (the main thread's
+    handler of that signal runs then, whatever it is)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, lambda signum, frame: caught.append(signum))
+                for s in signals}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
         if caught:
-            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(caught[0])
 
 
 def resumed_logger(log_dir: Path, steps: int):
