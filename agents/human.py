@@ -122,8 +122,10 @@ def _explain(view: dict, rank: int, count: int, held: int) -> str:
     if count > 4:
         return "a play has at most 4 cards (one rank in four suits)"
     if held < count:
-        return (f"you hold {held} card(s) of rank {name}" + (
-            f" ({' '.join(c for c in view['hand'] if c[0] == order[rank])})" if held else ""))
+        if not held:
+            return f"you hold no card of rank {name} (your hand: {' '.join(view['hand'])})"
+        return (f"you hold only {held} card(s) of rank {name} "
+                f"({' '.join(c for c in view['hand'] if c[0] == order[rank])})")
     table = view["table"]
     if table is not None:
         k = len(table["cards"])
@@ -217,6 +219,10 @@ def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
             raise MoveError("you lead this trick, so you cannot pass: play one or more cards "
                             "of one rank")
         return 0, None
+    alone = next((t for t in tokens if t in ("pass", "p", "help", "quit", "exit")), None)
+    if alone is not None:
+        raise MoveError(f"'{alone}' goes on a line of its own; a move is 'pass' or cards of "
+                        f"one rank, not both")
     parsed = []
     for t in tokens:
         m = CARD_RE.match(t)

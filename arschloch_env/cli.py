@@ -99,7 +99,7 @@ def open_record(record: str | None, inputs: dict[str, list[str]]):
     try:
         return RecordWriter(record)
     except (ValueError, OSError) as exc:
-        raise CliError(f"--record {record}: {exc}") from None
+        raise CliError(f"--record {record!r}: {exc}") from None
 
 
 EXIT_INTERRUPTED = 130
@@ -156,8 +156,9 @@ def exit_status(code: int) -> int:
 
 
 def add_rules_args(p: argparse.ArgumentParser, players: bool = True,
-                   players_default: str = "4, or with more than one --bots one seat for each "
-                                          "and one for you") -> None:
+                   players_default: str = "the rules file's, else with more than one --bots "
+                                          "one seat for each and one for you, else 4"
+                   ) -> None:
     """``--rules``, ``--set`` and (with ``players``) ``--players``, whose default each command
     words itself: several of them count the agent specs given one per seat."""
     p.add_argument("--rules", default="culo", metavar="PRESET",

@@ -37,9 +37,11 @@ def check_record_path(path: str | os.PathLike) -> Path:
     would replace (commands check it before any game, the writer again when it opens the file).
 
     Raises:
-        ValueError: ``path`` is an existing directory, or a file whose first line is not a
-            record's ``match`` event.
+        ValueError: ``path`` is empty, an existing directory, or a file whose first line is
+            not a record's ``match`` event.
     """
+    if not os.fspath(path).strip():  # Path("") is "."
+        raise ValueError("record path is empty; give a file name, e.g. games.jsonl")
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"record path {str(path)!r} is a directory; give a file name")

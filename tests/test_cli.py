@@ -407,6 +407,13 @@ def test_replay_play_of_a_number_not_a_card(tmp_path, record):
     failed(cli("replay", "--quiet", str(bad)), 1, f"{bad}:{i + 1}:", "card 7")
 
 
+@pytest.mark.parametrize("command", [["simulate"], ["play"],
+                                     ["tournament", "--bots", "greedy", "random"]])
+def test_an_empty_record_path_is_named_as_empty(tmp_path, command):
+    failed(cli(*command, "--record", "", cwd=tmp_path), 2,
+           "--record '': record path is empty; give a file name")
+
+
 def test_record_path_that_is_a_directory(tmp_path):
     failed(cli("simulate", "--matches", "1", "--record", str(tmp_path)), 2, "is a directory")
     (tmp_path / "games.jsonl").write_text("")

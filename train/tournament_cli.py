@@ -56,7 +56,7 @@ def _check_record(record: str, out: str, inputs: dict[str, list[str]]) -> None:
     try:
         check_record_path(record)
     except ValueError as exc:
-        raise CliError(f"--record {record}: {exc}") from None
+        raise CliError(f"--record {record!r}: {exc}") from None
     # resolve(), not absolute(): "o/../o/results.json" and links name the same file
     rec, out_dir = Path(record).resolve(), Path(out).resolve()
     if rec == out_dir or rec in out_dir.parents:
@@ -103,7 +103,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     out = args.out or f"runs/tournament/{time.strftime('%Y%m%d-%H%M%S')}"
     check_out_dir(out)
     _check_results_paths(out, with_plots=not args.no_plots)
-    if args.record:
+    if args.record is not None:
         _check_record(args.record, out, input_paths(args.rules, "--bots", args.bots))
     try:
         res = run_tournament(args.rules, args.bots, args.deals, args.seed, args.mode,
