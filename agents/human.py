@@ -644,8 +644,12 @@ def _cmd_play(args: argparse.Namespace) -> int:
     writer = open_record(args.record,
                          input_paths(args.rules, "--bots", [*specs, *filter(None, [args.hint])]))
     human = HumanAgent(hint=hint, hint_label=args.hint or "hint", labels=labels)
-    print(wrapped(f"Arschloch: {rules.preset}, {n} players, you are player_{args.seat}; seed "
-                  f"{seed}. 'help' explains the input."))
+    length = (f"{rules.rounds} round{'s' * (rules.rounds != 1)} a match"
+              if rules.rounds is not None
+              else f"a match ends in the round someone reaches {rules.target_points} points")
+    print(wrapped(f"Arschloch: {rules.preset}, {n} players, {length}; ranks from low to high: "
+                  f"{' '.join(show_rank(r) for r in rules.rank_order)}. You are "
+                  f"player_{args.seat}; seed {seed}. 'help' explains the input."))
     # A parent that ignores SIGINT (nohup, some test runners) would pass that on to us and
     # leave Ctrl-C dead; the player must always be able to leave.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -653,6 +657,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
     with writer or contextlib.nullcontext():  # a bot's error: the note says what it holds
         try:
             for k in range(args.matches):
+                if args.matches > 1:
+                    print(f"\n== match {k + 1} of {args.matches} ==")
                 game = play_terminal(rules, bots, labels, args.seat, match_seed(seed, k), k,
                                      human)
                 finished += 1

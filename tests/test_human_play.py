@@ -586,3 +586,18 @@ def test_moves_read_from_a_pipe_are_echoed_after_the_prompt():
     prompts = [line for line in res.stdout.splitlines() if line.startswith(PROMPT)]
     assert prompts[:2] == [PROMPT + "zz", PROMPT + "#1"], prompts
     assert res.stdout.rstrip().endswith("you left the game")
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--set", "rounds=1", "--matches", "2"],
+     ["4 players, 1 round a match; ranks from low to high: 7 8 9 10 J Q K A.",
+      "== match 1 of 2 =="]),
+    (["--rules", "culo-ten"], ["5 rounds a match; ranks from low to high: 7 8 9 J Q K A 10."]),
+    (["--rules", "culo-points"], ["a match ends in the round someone reaches"]),
+])
+def test_the_greeting_says_how_long_a_match_is_and_how_the_ranks_go(args, says):
+    import subprocess
+    res = subprocess.run([EXE, "play", "--bots", "random", "--seed", "1", *args],
+                         input="quit\n", capture_output=True, text=True, timeout=60)
+    text = " ".join(res.stdout.split())
+    assert res.returncode == 0 and all(s in text for s in says), res.stdout
