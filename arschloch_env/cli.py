@@ -135,8 +135,8 @@ def stopping_as_on_ctrl_c():
         _stopped_by.append(signum)
         raise KeyboardInterrupt
 
-    previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
     _stopped_by.clear()
+    previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
     try:
         yield
     finally:
