@@ -942,15 +942,19 @@ def test_resume_refuses_a_policy_file_rewritten_since(tmp_path):
               progress=False)
 
 
-def test_the_last_checkpoint_is_written_once(tmp_path, monkeypatch):
-    """A run whose last update falls on a checkpoint step ends with that checkpoint: writing
-    it again would replace the file latest.json names, for nothing."""
+@pytest.mark.parametrize("every", [2000, 0])
+def test_the_last_checkpoint_is_written_once(tmp_path, monkeypatch, every):
+    """A run's last checkpoint is written once, after its closing evaluation (with
+    ``eval.every`` 0 that evaluation comes after the last update): written on the last update
+    too, it would be replaced in place, and a kill in the closing evaluation would leave a
+    run that --resume calls finished, never evaluated at its end."""
     from conftest import calls_of
     from train import ppo_vec_run
     from train.config import load_config
     from train.ppo_vec import train
     calls = calls_of(monkeypatch, ppo_vec_run, "save_checkpoint")  # (run, name, ...)
-    cfg = load_config(CONFIGS[0], ["total_steps=4000", "checkpoint_every=2000", "eval.every=2000",
+    cfg = load_config(CONFIGS[0], ["total_steps=4000", "checkpoint_every=2000",
+                                   f"eval.every={every}",
                                    "eval.deals=2", "eval.opponents=[random]",
                                    "eval.best_by=random", "vec.num_games=64",
                                    "vec.rollout_steps=16", "torch_threads=1",
@@ -960,6 +964,7 @@ def test_the_last_checkpoint_is_written_once(tmp_path, monkeypatch):
     steps = [name for name in written if name.startswith("step_")]  # best may improve again
     assert len(steps) == len(set(steps)), written
     assert steps[-1] == final.stem
+    assert int(final.stem.split("_")[1]) >= 4000 > int(steps[-2].split("_")[1])
 
 
 def test_seat_counts_name_only_kinds_that_played_or_the_mix_names(tmp_path):

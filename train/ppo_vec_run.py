@@ -29,7 +29,6 @@ class Bookkeeper:
         self.next_snapshot = _next_multiple(steps, cfg.league.snapshot_every)
         self.next_eval = _next_multiple(steps, cfg.eval.every) if cfg.eval.every else None
         self.next_checkpoint = _next_multiple(steps, cfg.checkpoint_every)
-        self.last_checkpoint: tuple[int, Path] | None = None
         self.writer = None
         self._bar = None
         self._started = (0, time.time())
@@ -84,7 +83,10 @@ class Bookkeeper:
         if self.next_eval is not None and steps >= self.next_eval:
             self.evaluate(nets, optimizer, steps)
             self.next_eval = _next_multiple(steps, self.cfg.eval.every)
-        if steps >= self.next_checkpoint:
+        # The last update's checkpoint is finish()'s, after the closing evaluation: one
+        # written here would be rewritten in place, and a kill in that evaluation would leave
+        # a run at total_steps that --resume calls finished, never evaluated at its end.
+        if self.next_checkpoint <= steps < self.cfg.total_steps:
             self.checkpoint(nets, optimizer, steps, latest=True)
             self.next_checkpoint = _next_multiple(steps, self.cfg.checkpoint_every)
 
@@ -135,17 +137,12 @@ class Bookkeeper:
             raise
         if latest:
             self.league.checkpointed()
-            self.last_checkpoint = (steps, path)
         return path
 
     def finish(self, nets, optimizer, steps: int) -> Path:
-        """The closing evaluation (if the last one is stale) and checkpoint (unless the last
-        one is of this step and no evaluation came since: writing it again would replace the
-        file ``latest.json`` names)."""
+        """The closing evaluation (unless the last update had one) and the last checkpoint."""
         if not self.evaluations or self.evaluations[-1]["steps"] != steps:
             self.evaluate(nets, optimizer, steps)
-        elif self.last_checkpoint is not None and self.last_checkpoint[0] == steps:
-            return self.last_checkpoint[1]
         return self.checkpoint(nets, optimizer, steps, latest=True)
 
     def close(self) -> None:
