@@ -78,9 +78,13 @@ class MLP:
         """The policy saved by :meth:`save`.
 
         Raises:
+            FileNotFoundError: there is no file at ``path``.
             ValueError: the file is no such policy (not an ``.npz`` archive, or one without
                 ``activation`` and ``W0, b0, ...``), named.
         """
+        if not Path(path).is_file():  # is_zipfile would say False, as for a damaged file
+            raise FileNotFoundError(f"{path} does not exist" if not Path(path).exists()
+                                    else f"{path} is not a file")
         # numpy takes any file that is no archive for a pickle, and says to load it unsafely
         if not zipfile.is_zipfile(path):
             raise ValueError(f"{path} is not a policy file: those are .npz archives (of "

@@ -877,12 +877,13 @@ def test_resume_from_a_damaged_checkpoint_names_it(small_run, tmp_path):
     (b"PK\x03\x04 not a zip", "is not a policy file: those are .npz archives"),
     (b"garbage\n", "is not a policy file: those are .npz archives"),  # no word of pickles
     (None, "is not a policy file: it holds x, not activation, W0, b0, ..."),
+    ("missing", "clone.npz does not exist"),
 ])
 def test_a_damaged_policy_file_is_a_config_error(tmp_path, content, says):
     bad = tmp_path / "clone.npz"
     if content is None:
         np.savez(bad, x=np.zeros(2))
-    else:
+    elif content != "missing":
         bad.write_bytes(content)
     cfg = load_config(CONFIGS[0], [f"vec.mix={{current: 0.5, {bad}: 0.5}}"])
     with pytest.raises(ConfigError, match="cannot be read") as err:
@@ -1013,3 +1014,10 @@ def test_an_agent_seat_with_an_illegal_action_is_named(tmp_path):
             actions[kind != AGENT] = table.vg.sample_actions()[kind != AGENT]
             table.agent_actions(actions, table.seat, kind)
             table.step(actions)
+
+
+def test_a_snapshot_pruned_while_the_pool_reads_it_is_skipped(tmp_path):
+    """Env workers read the league while the trainer prunes it: a snapshot gone in between
+    is skipped, not taken for a damaged file."""
+    from train.league import _load_if_there
+    assert _load_if_there(tmp_path / "snap_000001.npz") is None
