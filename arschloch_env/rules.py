@@ -396,11 +396,8 @@ def load_rules_file(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise RulesError(f"rules file {str(p)!r} cannot be read as UTF-8 text: {exc}") from None
     try:
-        if p.suffix == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
-            data = yaml.safe_load(text)
+        from arschloch_env.unique_keys import load_json, load_yaml
+        data = load_json(text) if p.suffix == ".json" else load_yaml(text)
     except Exception as exc:  # noqa: BLE001 - any parse error becomes one clear message
         raise RulesError(f"rules file {str(p)!r} cannot be parsed: {exc}") from None
     if not isinstance(data, dict):

@@ -554,6 +554,10 @@ def test_shipped_ppo_vec_configs_load(monkeypatch):
     ("league.mix={current: .inf}", "league.mix"),
     ("vec.mix={snapshots: 1e308, greedy: 1e308}", "with a positive, finite sum"),
     ("vec.mix={current: 1, snapshot: 0}", "vec.mix: unknown agent spec 'snapshot'"),
+    ("vec.mix={snapshot: 1}", "(a share of the mix may also name current, snapshots, random, "
+                              "a policy file (.npz))"),
+    ("league.mix={snapshots: 1}", "league.mix: not read by algo ppo-vec"),
+    ("n_envs=8", "n_envs: not read by algo ppo-vec"),
     ("algo=ppo-fast", "algo"),
     ("ppo.lr_final=fast", "ppo.lr_final: expected a number"),
     ("ppo.lr_final=-1", "ppo.lr_final"),

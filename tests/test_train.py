@@ -68,6 +68,10 @@ def test_shipped_configs_load():
     ("eval.deals=1", "eval.deals: 1 is not allowed; it must be at least 2"),
     ("device=banana", "device: 'banana' is not a torch device; allowed: cpu, cuda"),
     ("device=mps", "device: 'mps'; allowed: cpu, cuda, cuda:N, auto"),
+    ("league.mix={snapshot: 1}", "(a share of the mix may also name current, snapshots)"),
+    ("league.mix={current:0.5}", "league.mix: 'current:0.5' reads as one key with no value; "
+                                 "YAML needs a space after the colon (current: 0.5)"),
+    ("vec.num_games=64", "vec.num_games: not read by algo ppo; they are algo ppo-vec's"),
 ])
 def test_config_errors_name_the_key(override, message):
     with pytest.raises((ConfigError, ValueError), match=None) as info:
@@ -97,6 +101,25 @@ def test_train_cli_rejects_bad_config_cleanly(tmp_path):
     res = cli("train", "--config", tmp_path / "missing.yaml")
     assert res.returncode == 2 and "does not exist" in res.stderr
     assert "the kit's configs are in configs/: ppo_culo_4p.yaml" in res.stderr
+
+
+def test_a_number_in_exponent_form_is_taken_for_an_int_field():
+    """YAML 1.1 reads 2e7 as a string, as it reads 1e-4 (which float fields take)."""
+    assert load_config(SMOKE, ["total_steps=2e7"]).total_steps == 20_000_000
+    with pytest.raises(ConfigError, match="total_steps: expected int, got 2.5"):
+        load_config(SMOKE, ["total_steps=2.5"])
+
+
+def test_a_key_given_twice_is_refused_in_configs_and_rules_files(tmp_path):
+    from arschloch_env.rules import RulesError, make_rules
+    (tmp_path / "twice.yaml").write_text("algo: ppo-vec\nalgo: ppo\n")
+    with pytest.raises(ConfigError, match="found the key 'algo' twice; give each key once"):
+        load_config(tmp_path / "twice.yaml")
+    (tmp_path / "rules.yaml").write_text("preset: culo\nrounds: 3\nrounds: 1\n")
+    (tmp_path / "rules.json").write_text('{"preset": "culo", "rounds": 3, "rounds": 1}')
+    for name in ("rules.yaml", "rules.json"):
+        with pytest.raises(RulesError, match="found the key 'rounds' twice"):
+            make_rules(str(tmp_path / name))
 
 
 def test_a_config_that_yaml_reads_oddly_is_a_clean_error(tmp_path):
@@ -760,6 +783,15 @@ def test_export_of_a_checkpoint_with_damaged_metadata_says_so(smoke_run, tmp_pat
         path.write_bytes(damaged if isinstance(damaged, bytes) else damaged.encode())
         res = cli("export", checkpoint, "--out", tmp_path / "bot")
         assert res.returncode == 2 and "metadata is damaged" in res.stderr, res.stderr[-2000:]
+        assert "Traceback" not in res.stderr and not (tmp_path / "bot").exists()
+    meta = json.loads((smoke_run / latest["meta"]).read_text())
+    for rules, says in [("culo", "holds rules as str, not as a rules object"),
+                        (None, "names no rules"),
+                        ({**meta["rules"], "num_players": 9}, "holds rules that are not valid "
+                                                              "(num_players: 9")]:
+        checkpoint.with_suffix(".json").write_text(json.dumps({**meta, "rules": rules}))
+        res = cli("export", checkpoint, "--out", tmp_path / "bot")
+        assert res.returncode == 2 and says in res.stderr, res.stderr[-2000:]
         assert "Traceback" not in res.stderr and not (tmp_path / "bot").exists()
 
 

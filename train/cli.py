@@ -223,10 +223,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     checkpoint, meta = resolve_checkpoint(Path(args.source))
     mlp = checkpoint_policy(checkpoint)
     cfg = meta.get("config", {})
-    rules = meta.get("rules")
-    if rules is None:
-        raise CliError(f"{checkpoint}: its metadata ({checkpoint.with_suffix('.json').name}) "
-                       f"is missing; export needs the rules it was trained with")
+    rules = checkpoint_rules(checkpoint, meta)
     evaluations = meta.get("evaluations", [])
     training = {"algo": meta.get("algo", cfg.get("algo", "ppo")), "steps": meta.get("steps"),
                 "seed": meta.get("seed"), "code_version": meta.get("code_version"),
@@ -241,6 +238,24 @@ def _cmd_export(args: argparse.Namespace) -> int:
           f"  arschloch play --rules {rules['preset']} --players {rules['num_players']}"
           f"{rules_options(rules)} --bots {out}")
     return 0
+
+
+def checkpoint_rules(checkpoint: Path, meta: dict) -> dict:
+    """The rules a checkpoint was trained with, from its metadata, checked before anything
+    is written."""
+    from arschloch_env.rules import RulesError, make_rules
+
+    where = f"{checkpoint}: its metadata ({checkpoint.with_suffix('.json').name})"
+    rules = meta.get("rules")
+    if not isinstance(rules, dict):
+        what = ("is missing" if not meta else "names no rules" if rules is None
+                else f"holds rules as {type(rules).__name__}, not as a rules object")
+        raise CliError(f"{where} {what}; export needs the rules it was trained with")
+    try:
+        return make_rules(rules).to_dict()
+    except RulesError as exc:
+        raise CliError(f"{where} holds rules that are not valid ({exc}); export needs the "
+                       f"rules it was trained with") from None
 
 
 def add_clone_parser(sub) -> None:

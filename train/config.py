@@ -15,6 +15,8 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 import yaml
 
+from arschloch_env.unique_keys import load_yaml
+
 
 class ConfigError(ValueError):
     """A config file or override with an unknown key or a value of the wrong type."""
@@ -182,6 +184,10 @@ def _coerce(value: Any, typ: Any, where: str) -> Any:
         _, vt = get_args(typ)
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        glued = [k for k, v in value.items() if v is None and ":" in str(k)]
+        if glued:
+            raise ConfigError(f"{where}: {glued[0]!r} reads as one key with no value; YAML "
+                              f"needs a space after the colon ({str(glued[0]).replace(':', ': ', 1)})")
         return {str(k): _coerce(v, vt, f"{where}.{k}") for k, v in value.items()}
     if typ is Any:
         return value
@@ -193,12 +199,21 @@ def _coerce(value: Any, typ: Any, where: str) -> Any:
         except (TypeError, ValueError):
             pass
         raise ConfigError(f"{where}: expected a number, got {value!r}")
+    if typ is int and isinstance(value, str) and not isinstance(value, bool):
+        value = _number_or_text(value)  # YAML 1.1 reads "2e7" as a string, as "1e-4"
     if typ is int and isinstance(value, float) and value.is_integer():
         return int(value)
     if typ in (int, str, bool) and not (isinstance(value, typ) and
                                         not (typ is int and isinstance(value, bool))):
         raise ConfigError(f"{where}: expected {typ.__name__}, got {value!r}")
     return value
+
+
+def _number_or_text(text: str) -> float | str:
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _build(cls, data: dict[str, Any], prefix: str = ""):
@@ -244,14 +259,38 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConf
         if not p.is_file():
             raise ConfigError(f"config file {str(p)!r} does not exist{_shipped_hint(p)}")
         try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+            data = load_yaml(p.read_text(encoding="utf-8")) or {}
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
             raise ConfigError(f"config file {str(p)!r} is not valid YAML: {exc}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"config file {str(p)!r} must hold a mapping")
     for text in overrides:
         apply_override(data, text)
-    return config_from_dict(data)
+    cfg = config_from_dict(data)
+    check_settings_are_read(cfg)
+    return cfg
+
+
+SB3_ONLY = ("n_envs", "subproc", "ppo.n_steps", "ppo.batch_size", "league.mix")
+"""Settings of ``algo: ppo`` that ``ppo-vec`` does not read (it has ``vec`` for them)."""
+
+
+def check_settings_are_read(cfg: TrainConfig) -> None:
+    """Refuses a setting changed from its default that this run's trainer does not read:
+    the other trainer's (``vec.*`` for ``ppo``, those of :data:`SB3_ONLY` for ``ppo-vec``)."""
+    changed = changed_fields(TrainConfig().to_dict(), cfg.to_dict())
+    if cfg.algo == "ppo-vec":
+        unread = sorted({k for k in SB3_ONLY for c in changed if c == k or
+                         c.startswith(k + ".")})
+        instead = ("algo ppo-vec seats opponents by vec.mix and sizes its rollouts by "
+                   "vec.num_games, vec.rollout_steps and vec.minibatches")
+    else:
+        unread = sorted({c.split(".")[0] + "." + c.split(".")[1] for c in changed
+                         if c.startswith("vec.")})
+        instead = "they are algo ppo-vec's (set algo: ppo-vec to use them)"
+    if unread:
+        raise ConfigError(f"{', '.join(unread)}: not read by algo {cfg.algo}; {instead}; "
+                          f"remove them from the config")
 
 
 RESUMABLE = ("total_steps", "checkpoint_every", "device", "torch_threads", "ppo.learning_rate",
@@ -501,9 +540,11 @@ def check_agent_specs(cfg: TrainConfig) -> None:
     if cfg.algo == "ppo-vec":
         mix_field, mix = "vec.mix", {k: w for k, w in cfg.vec.mix.items()
                                      if k not in POLICY_KINDS and not is_policy_file(k)}
+        kinds = f"{', '.join(POLICY_KINDS)}, a policy file (.npz)"
     else:
         mix_field, mix = "league.mix", {k: w for k, w in cfg.league.mix.items()
                                         if k not in ("current", "snapshots")}
+        kinds = "current, snapshots"
     fields = [(mix_field, k) for k in mix]  # a share of 0 too: it may be a typo of a kind
     fields += [("eval.opponents", k) for k in cfg.eval.opponents]
     tables = [make_rules(cfg.rules, n, **cfg.rules_overrides) for n in cfg.players]
@@ -511,7 +552,8 @@ def check_agent_specs(cfg: TrainConfig) -> None:
         try:
             agent = make_agent(spec)
         except AgentSpecError as exc:
-            raise ConfigError(f"{name}: {exc}") from None
+            also = f" (a share of the mix may also name {kinds})" if name == mix_field else ""
+            raise ConfigError(f"{name}: {exc}{also}") from None
         supports = getattr(agent, "supports", None)
         for rules in tables if callable(supports) else ():
             if not supports(rules.to_dict()):

@@ -1,0 +1,46 @@
+"""YAML and JSON reading that refuses a key given twice in one mapping: both formats keep the
+last silently, so a config or rules file that says ``algo: ppo-vec`` and later ``algo: ppo``
+would run with the one the reader did not see last."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a repeated key (a ``yaml.YAMLError`` naming both lines)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping", node.start_mark,
+                    f"found the key {key!r} twice; give each key once", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load``, refusing a repeated key."""
+    return yaml.load(text, UniqueKeyLoader)
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise ValueError(f"found the key {twice[0]!r} twice; give each key once")
+    return dict(pairs)
+
+
+def load_json(text: str) -> Any:
+    """``json.loads``, refusing a repeated key (``ValueError``)."""
+    return json.loads(text, object_pairs_hook=_unique_pairs)
+
+
+__all__ = ["UniqueKeyLoader", "load_json", "load_yaml"]
