@@ -795,6 +795,16 @@ def test_export_of_a_checkpoint_with_damaged_metadata_says_so(smoke_run, tmp_pat
         assert "Traceback" not in res.stderr and not (tmp_path / "bot").exists()
 
 
+def test_a_run_is_not_trained_into_a_bundle(tmp_path):
+    import shutil
+    bundle = tmp_path / "bot"
+    shutil.copytree(ROOT / "bots" / "ppo_culo_4p", bundle)
+    before = sorted(p.name for p in bundle.iterdir())
+    res = cli("train", "--config", SMOKE, "--run-dir", bundle)
+    assert res.returncode == 2 and "holds a bot bundle (manifest.json)" in res.stderr
+    assert sorted(p.name for p in bundle.iterdir()) == before
+
+
 def test_demo_clears_only_its_own_folder(tmp_path):
     from train.demo import MARKER, fresh_run_dir
     precious = tmp_path / "precious"

@@ -414,6 +414,9 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
               f"(extend it with --set total_steps=N)", file=sys.stderr)
         return done
     run = RunDir(run_dir)
+    if (run.root / "manifest.json").is_file():  # its files would be mixed with the run's
+        raise ConfigError(f"run directory {run.root} holds a bot bundle (manifest.json); give "
+                          f"the run a folder of its own (--run-dir)")
     with run.lock():
         if not run.latest.is_file():
             # An attempt stopped before its first checkpoint left nothing to resume from, but
