@@ -956,9 +956,10 @@ def test_numeric_fields_out_of_range_name_the_field_and_range(config, override, 
 
 
 def test_the_n_envs_rule_is_only_algo_ppos():
-    """ppo-vec plays every table size in its own games (vec.num_games), whatever n_envs."""
-    cfg = load_config(ROOT / "configs" / "ppo_vec_culo_multi.yaml", ["n_envs=1"])
-    assert len(cfg.players) > 1
+    """ppo-vec plays every table size in its own games (vec.num_games): n_envs is no setting
+    of it, named as such rather than by algo ppo's rule that it cover every table size."""
+    with pytest.raises(ConfigError, match="^n_envs: not read by algo ppo-vec"):
+        load_config(ROOT / "configs" / "ppo_vec_culo_multi.yaml", ["n_envs=1"])
     assert load_config(MULTI, ["n_envs=4"]).n_envs == 4
 
 
