@@ -186,8 +186,9 @@ def _coerce(value: Any, typ: Any, where: str) -> Any:
             raise ConfigError(f"{where}: expected a mapping, got {value!r}")
         glued = [k for k, v in value.items() if v is None and ":" in str(k)]
         if glued:
+            spaced = str(glued[0]).replace(":", ": ", 1)
             raise ConfigError(f"{where}: {glued[0]!r} reads as one key with no value; YAML "
-                              f"needs a space after the colon ({str(glued[0]).replace(':', ': ', 1)})")
+                              f"needs a space after the colon ({spaced})")
         return {str(k): _coerce(v, vt, f"{where}.{k}") for k, v in value.items()}
     if typ is Any:
         return value
@@ -199,7 +200,7 @@ def _coerce(value: Any, typ: Any, where: str) -> Any:
         except (TypeError, ValueError):
             pass
         raise ConfigError(f"{where}: expected a number, got {value!r}")
-    if typ is int and isinstance(value, str) and not isinstance(value, bool):
+    if typ is int and isinstance(value, str):
         value = _number_or_text(value)  # YAML 1.1 reads "2e7" as a string, as "1e-4"
     if typ is int and isinstance(value, float) and value.is_integer():
         return int(value)
@@ -285,8 +286,7 @@ def check_settings_are_read(cfg: TrainConfig) -> None:
         instead = ("algo ppo-vec seats opponents by vec.mix and sizes its rollouts by "
                    "vec.num_games, vec.rollout_steps and vec.minibatches")
     else:
-        unread = sorted({c.split(".")[0] + "." + c.split(".")[1] for c in changed
-                         if c.startswith("vec.")})
+        unread = sorted({".".join(c.split(".")[:2]) for c in changed if c.startswith("vec.")})
         instead = "they are algo ppo-vec's (set algo: ppo-vec to use them)"
     if unread:
         raise ConfigError(f"{', '.join(unread)}: not read by algo {cfg.algo}; {instead}; "
