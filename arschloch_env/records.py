@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from arschloch_env.atomic import temporary_beside
+from arschloch_env.unique_keys import load_json
 
 try:
     import fcntl
@@ -168,7 +169,7 @@ def read_events(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
         RecordError: a line that is not a JSON object with an ``event`` field.
     """
     p = Path(path)
-    if not p.is_file():
+    if p.is_dir() or not p.exists():  # a pipe (/dev/stdin, <(...)) is read like a file
         raise RecordError(f"record file {str(p)!r} " + (
             "is a directory, not a file" if p.is_dir() else "does not exist"))
     # Binary lines, decoded one by one: a file that is not text is reported with its line,
@@ -183,10 +184,12 @@ def read_events(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
             if not line.strip():
                 raise RecordError(f"{p}:{no}: blank line (records have one event per line)")
             try:
-                event = json.loads(line)
+                event = load_json(line)
             except json.JSONDecodeError as exc:
                 raise RecordError(f"{p}:{no}: not valid JSON ({exc.msg}); the file may be "
                                   f"truncated or corrupt") from None
+            except ValueError as exc:  # a key given twice: which one counts is not defined
+                raise RecordError(f"{p}:{no}: {exc}") from None
             if not isinstance(event, dict) or not isinstance(event.get("event"), str):
                 raise RecordError(f"{p}:{no}: not a game event (a JSON object with an "
                                   f"'event' field)")

@@ -5,6 +5,7 @@ the record's events."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from arschloch_env.cards import CardError, parse_card
@@ -40,6 +41,29 @@ def _canon(event: dict) -> dict:
         out["hands"] = {k: sorted(map(str, v)) if isinstance(v, list) else v
                         for k, v in out["hands"].items()}
     return out
+
+
+def _json(value) -> str:
+    """``value`` as JSON: 1, 1.0 and true differ, as they do in a record."""
+    return json.dumps(value, sort_keys=True)
+
+
+def _differences(mine: dict, theirs: dict) -> list[str]:
+    """The fields in which a recorded event differs from the one the rules give."""
+    keys = sorted(set(mine) | set(theirs))
+    return [f"{k}: the record has {_json(theirs[k]) if k in theirs else 'none'}, the rules "
+            f"give {_json(mine[k]) if k in mine else 'none'}"
+            for k in keys if _json(mine.get(k)) != _json(theirs.get(k)) or
+            (k in mine) != (k in theirs)]
+
+
+def _described(event: dict) -> str:
+    """:func:`describe_event`, or the event as JSON where its fields are too malformed to
+    describe (the line that reports it must not fail in turn)."""
+    try:
+        return describe_event(event).strip()
+    except Exception:  # noqa: BLE001 - any malformed field
+        return _json(event)
 
 
 def _cards(cards) -> str:
@@ -192,10 +216,13 @@ def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
         while done < len(game.events) and done < len(events):
             no, ev = events[done]
             mine = game.events[done]
-            if _canon(mine) != _canon(ev):
+            differences = _differences(_canon(mine), _canon(ev))
+            if differences:
                 res.error_line = no
-                res.error = (f"event {ev.get('event')!r} is not what the rules give here; "
-                             f"expected {mine}")
+                res.error = (f"event {ev.get('event')!r} is not what the rules give here: "
+                             + (f"they give a {mine['event']!r} event"
+                                if mine["event"] != ev.get("event")
+                                else "; ".join(differences)))
                 return res
             res.lines.append(describe_event(ev))
             done += 1
@@ -210,7 +237,7 @@ def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
                               else no)
             return res
         except (IllegalActionError, CardError, ValueError) as exc:
-            res.error, res.error_line = f"{describe_event(ev).strip()}: {exc}", no
+            res.error, res.error_line = f"{_described(ev)}: {exc}", no
             return res
     if len(game.events) > len(events):
         res.error_line = events[-1][0]

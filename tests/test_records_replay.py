@@ -319,6 +319,52 @@ def test_replay_wrong_player_and_wrong_result(tmp_path):
     assert not res.ok and res.error_line == j + 1 and "not what the rules give" in res.error
 
 
+@pytest.mark.parametrize("kind,change,says", [
+    ("round_end", lambda e: {**e, "points": {p: float(v) for p, v in e["points"].items()}},
+     "points: the record has {\"player_0\": "),
+    ("out", lambda e: {**e, "place": True if e["place"] == 1 else e["place"]},
+     "place: the record has "),
+    ("round", lambda e: {**e, "round": 1.0}, "round: the record has 1.0, the rules give 1"),
+])
+def test_replay_tells_a_number_from_another_type(tmp_path, kind, change, says):
+    """A record's numbers are JSON integers: 1.0 and true are other values, though Python's
+    == takes them for 1."""
+    events = [dict(e) for e in random_match("culo", 4, 8).events]
+    i = first(events, kind)
+    if kind == "out":
+        i = next(k for k, e in enumerate(events) if e["event"] == "out" and e["place"] == 1)
+    events[i] = change(events[i])
+    write_lines(tmp_path / "typed.jsonl", events)
+    res = replay_file(tmp_path / "typed.jsonl")[0]
+    assert not res.ok and res.error_line == i + 1 and says in res.error, res.error
+
+
+def test_replay_refuses_a_key_given_twice_and_reads_a_pipe(tmp_path):
+    import subprocess
+    import sys
+    events = random_match("culo", 4, 8).events
+    lines = [json.dumps(e) for e in events]
+    i = first(events, "pass")
+    lines[i] = lines[i][:-1] + ', "player": "player_0"}'
+    (tmp_path / "twice.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(RecordError, match=rf"twice.jsonl:{i + 1}: found the key 'player' twice"):
+        replay_file(tmp_path / "twice.jsonl")
+    text = "".join(json.dumps(e) + "\n" for e in events)
+    res = subprocess.run([sys.executable, "-m", "arschloch_env.cli", "replay", "--quiet",
+                          "/dev/stdin"], input=text, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "every event follows the rules" in res.stdout, res.stderr
+
+
+def test_replay_names_a_malformed_event_out_of_place_without_failing(tmp_path):
+    events = [dict(e) for e in random_match("culo", 4, 8).events]
+    i = first(events, "play") + 1
+    events.insert(i, {"event": "round_end", "places": 5})
+    write_lines(tmp_path / "odd.jsonl", events)
+    res = replay_file(tmp_path / "odd.jsonl")[0]
+    assert not res.ok and res.error_line == i + 1
+    assert res.error.startswith('{"event": "round_end", "places": 5}')
+
+
 @pytest.mark.parametrize("field,value", [
     ("seed", 7.5), ("seed", "abc"), ("index", "abc"), ("agents", ["random"]),
 ])
