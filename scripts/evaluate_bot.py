@@ -48,10 +48,9 @@ def tournament(rules: dict, players: int, candidate: str, field: str, deals: int
     key = {"candidate": fingerprint(candidate), "field": fingerprint(field), "rules": rules,
            "players": players, "deals": deals, "seed": seed, "code": code_checksum()}
     path, key_path = out / "results.json", out / "key.json"
-    if path.is_file() and key_path.is_file() and json.loads(key_path.read_text()) == key:
-        done = json.loads(path.read_text())
-        if done["complete"]:
-            return done
+    done = _read_json(path) if _read_json(key_path) == key else None
+    if isinstance(done, dict) and done.get("complete"):
+        return done
     print(f"  {players}p {candidate} vs {players - 1}x {field}: {deals} deals ...", flush=True)
     res = run_tournament(rules, [candidate, field], deals=deals, seed=seed, jobs=jobs,
                          players=players, progress=None)
@@ -62,6 +61,15 @@ def tournament(rules: dict, players: int, candidate: str, field: str, deals: int
         raise KeyboardInterrupt
     write_atomic(key_path, json.dumps(key, indent=1))
     return res.to_dict()
+
+
+def _read_json(path: Path):
+    """The JSON in ``path``, or None where it is missing or damaged (the tournament it
+    belongs to is then played again)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def fingerprint(spec: str) -> str:
@@ -223,11 +231,18 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error(f"--jobs {args.jobs}: at least 1 (or leave it out: every core)")
     if args.seed < 0:
         p.error(f"--seed {args.seed}: at least 0")
+    if not args.out.strip():  # Path("") is the working directory
+        p.error("--out is empty; give a directory for the tournament reports")
     if Path(args.out).exists() and not Path(args.out).is_dir():
         p.error(f"--out {args.out!r} is a file; give a directory for the tournament reports")
     if not (Path(args.bot) / "manifest.json").is_file():
         p.error(f"{args.bot!r} holds no bot bundle (no manifest.json); give a bundle directory "
                 f"such as bots/NAME")
+    from agents.bundle import BundleError, read_manifest
+    try:
+        read_manifest(args.bot)
+    except BundleError as exc:
+        p.error(str(exc))
 
 
 def tournaments(args: argparse.Namespace, trained_for: list[int],
@@ -264,7 +279,9 @@ def evaluate(args: argparse.Namespace, argv: list[str] | None) -> int:
     """Plays (or reads back) every tournament and writes evaluation.md."""
     from train.files import write_atomic
 
-    manifest = json.loads((Path(args.bot) / "manifest.json").read_text())
+    from agents.bundle import read_manifest
+
+    manifest = read_manifest(args.bot)
     rules = manifest["rules"]
     main_n = 4 if 4 in manifest["players"] else manifest["players"][0]
     out = Path(args.out)
@@ -274,7 +291,7 @@ def evaluate(args: argparse.Namespace, argv: list[str] | None) -> int:
     rows_main, ladder, others = {}, None, []
     for what, n, candidate, field, deals in plan:
         res = row(tournament(rules, n, candidate, field, deals, args.seed, args.jobs,
-                             out / f"{n}p_{Path(candidate).name}_vs_{field}"))
+                             out / f"{n}p_{Path(candidate).name}_vs_{Path(field).name}"))
         if what == "main":
             rows_main[field] = res
         elif what == "ladder":

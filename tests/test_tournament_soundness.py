@@ -249,6 +249,46 @@ def test_evaluate_bot_bad_input_is_a_usage_error(tmp_path, capsys, argv, message
     assert not (tmp_path / "eval").exists()
 
 
+def test_evaluate_bot_refuses_an_empty_out_and_a_damaged_manifest(tmp_path, capsys,
+                                                                  monkeypatch):
+    import shutil
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        _evaluate_bot().main([str(BUNDLE), "--out", ""])
+    assert "--out is empty" in capsys.readouterr().err and not list(tmp_path.iterdir())
+    bot = tmp_path / "bot"
+    shutil.copytree(BUNDLE, bot)
+    (bot / "manifest.json").write_text("{}")
+    with pytest.raises(SystemExit):
+        _evaluate_bot().main([str(bot), "--out", str(tmp_path / "eval")])
+    err = capsys.readouterr().err
+    assert "manifest" in err and "Traceback" not in err
+    assert not (tmp_path / "eval").exists()
+
+
+def test_evaluate_bot_plays_again_a_tournament_whose_key_is_damaged(tmp_path, monkeypatch):
+    """A damaged key.json (or results.json) is no finished tournament: it is played again,
+    where it failed with a JSON traceback."""
+    import train.tournament
+    module = _evaluate_bot()
+    played = []
+    real = train.tournament.run_tournament
+
+    def counted(*args, **kwargs):
+        played.append(1)
+        return real(*args, **{**kwargs, "jobs": 1})
+
+    monkeypatch.setattr(train.tournament, "run_tournament", counted)
+    out = tmp_path / "t"
+    args = ("culo", 4, str(BUNDLE), "greedy", 2, 7, 1, out)
+    module.tournament(*args)
+    (out / "key.json").write_text("{damaged")
+    module.tournament(*args)
+    assert len(played) == 2
+    module.tournament(*args)
+    assert len(played) == 2  # the key written again: read back
+
+
 def test_evaluate_bot_cache_key_follows_a_class_field_and_the_tournament_code(tmp_path,
                                                                               monkeypatch):
     """A tournament is read back only while nothing that makes its figures has changed: an
