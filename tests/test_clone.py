@@ -106,6 +106,15 @@ def test_clone_cli_plays_the_rules_of_set(tmp_path):
     assert MLP.load(out).layers[-1][0].shape == (79, 8)
 
 
+def test_clone_cli_plays_a_rules_files_table_size(tmp_path):
+    (tmp_path / "r3.yaml").write_text("preset: culo\nnum_players: 3\nrounds: 1\n")
+    out = tmp_path / "c3.npz"
+    res = cli("clone", "greedy", "--rules", tmp_path / "r3.yaml", "--decisions", "300",
+              "--epochs", "1", "--net-arch", "8", "--out", out)
+    assert res.returncode == 0, res.stderr
+    assert MLP.load(out).rules["num_players"] == 3
+
+
 def test_collect_plays_the_rules_given():
     rules = make_rules("culo", 4, rank_order=tuple("23456789TJQKA"), rounds=1)
     data = collect("greedy", rules, [3], 100, seed=1)

@@ -264,7 +264,8 @@ def add_clone_parser(sub) -> None:
     p.add_argument("teacher", metavar="AGENT", help="the agent to imitate, e.g. expert")
     add_rules_args(p, players=False)
     p.add_argument("--players", type=int, nargs="+", default=None, metavar="N",
-                   help="table sizes to play, 3..6 (default: --set num_players=N, else 4)")
+                   help="table sizes to play, 3..6 (default: --set num_players=N, else the "
+                        "rules file's, else 4)")
     p.add_argument("--decisions", type=int, default=1_000_000, metavar="D",
                    help="teacher decisions to learn from (default 1,000,000)")
     p.add_argument("--partner", metavar="AGENT",
@@ -302,7 +303,8 @@ def _cmd_clone(args: argparse.Namespace) -> int:
                        f"needs at least 1 unit, e.g. --net-arch 128 128")
     try:
         overrides = overrides_from_args(args)
-        players = args.players or [overrides.get("num_players", 4)]
+        # without --players: the table of --set num_players, else the rules file's, else 4
+        players = args.players or [make_rules(args.rules, None, **overrides).num_players]
         tables = [make_rules(args.rules, n, **overrides) for n in players]
         for spec in filter(None, (args.teacher, args.partner)):
             make_agent(spec)
