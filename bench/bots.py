@@ -22,6 +22,7 @@ from common import duration
 from agents.base import AgentSpecError, make_agent
 from agents.expert import ExpertAgent
 from agents.runner import agent_step, ask, reset_agents
+from arschloch_env.cli import CliError, check_support
 from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
 from arschloch_env.rules import PRESETS, make_rules
@@ -64,8 +65,10 @@ def main(argv=None) -> None:
     a = p.parse_args(argv)
     for spec in a.bots:  # before any bot is timed: a misspelt last bot is no traceback
         try:
-            make_agent(spec)
-        except AgentSpecError as exc:
+            bot = make_agent(spec)
+            for preset in a.rules:  # nor a bundle of other rules than the last ones asked for
+                check_support([bot], [spec], make_rules(preset, num_players=4))
+        except (AgentSpecError, CliError) as exc:
             p.error(f"--bots: {exc}")
     print(f"{'bot':8} {'rules':7} {'decisions':>9} {'decisions/s':>12} "
           f"{'ms/decision with choice':>24}")

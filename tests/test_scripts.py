@@ -66,12 +66,17 @@ def test_train_throughput_refuses_ppo_vec_options_for_an_sb3_config():
         assert f"{flag[0]} is for ppo-vec configs" in res.stderr and "algo ppo" in res.stderr
 
 
-def test_bench_bots_refuses_an_unknown_bot_as_a_usage_error():
-    res = subprocess.run([sys.executable, str(ROOT / "bench" / "bots.py"), "--bots", "random",
-                          "expret", "--seconds", "0.01"], capture_output=True, text=True,
+@pytest.mark.parametrize("bots,says", [
+    (["random", "expret"], "--bots: unknown agent spec 'expret'"),
+    (["random", "bots/ppo_vec_culo_multi"], "--bots: agent bots/ppo_vec_culo_multi does not "
+                                            "support these rules (tavern, 4 players)"),
+])
+def test_bench_bots_refuses_a_bot_it_cannot_time_as_a_usage_error(bots, says):
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / "bots.py"), "--bots", *bots,
+                          "--seconds", "0.01"], capture_output=True, text=True,
                          timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL)
     assert res.returncode == 2, res.stdout + res.stderr[-2000:]
-    assert "--bots: unknown agent spec 'expret'" in res.stderr and "Traceback" not in res.stderr
+    assert says in res.stderr and "Traceback" not in res.stderr
     assert "random" not in res.stdout  # refused before the first bot was timed
 
 
