@@ -168,6 +168,8 @@ def read_events(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
     Raises:
         RecordError: a line that is not a JSON object with an ``event`` field.
     """
+    if not os.fspath(path).strip():  # Path("") is "."
+        raise RecordError("record file name is empty; give the file to read")
     p = Path(path)
     if p.is_dir() or not p.exists():  # a pipe (/dev/stdin, <(...)) is read like a file
         raise RecordError(f"record file {str(p)!r} " + (

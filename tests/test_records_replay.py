@@ -498,6 +498,12 @@ def test_malformed_record_files(tmp_path, text, words):
     assert words in msg and (f"{path}:1:" in msg or f"{path}:2:" in msg)
 
 
+def test_an_empty_record_file_name_is_named_as_empty(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RecordError, match="record file name is empty"):
+        replay_file("")
+
+
 def test_truncated_record(tmp_path):
     g = random_match("culo", 4, 10)
     text = "".join(json.dumps(e) + "\n" for e in g.events)

@@ -867,6 +867,8 @@ def test_learning_curves_of_any_field_and_table_size(tmp_path):
     assert plot_learning_curves(run, tmp_path / "c.png").stat().st_size > 0
     with pytest.raises(FileNotFoundError, match="no such run directory"):
         read_scalars(tmp_path / "not-a-run")
+    with pytest.raises(FileNotFoundError, match="c.png: a file, not a run directory"):
+        read_scalars(tmp_path / "c.png")
     # logs without a scalar to draw (a run before its first rollout, a damaged file)
     (tmp_path / "empty" / "tb" / "ppo_1").mkdir(parents=True)
     (tmp_path / "empty" / "tb" / "ppo_1" / "events.out.tfevents.1.x").write_bytes(b"garbage")

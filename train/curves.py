@@ -20,7 +20,9 @@ def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
 
     out: dict[str, dict[int, tuple[float, float]]] = {}
     if not Path(run_dir).is_dir():
-        raise FileNotFoundError(f"{run_dir}: no such run directory")
+        raise FileNotFoundError(f"{run_dir}: " + ("a file, not a run directory"
+                                                  if Path(run_dir).exists()
+                                                  else "no such run directory"))
     logs = sorted(p for p in (Path(run_dir) / "tb").glob("*") if p.is_dir())
     if not logs:
         raise FileNotFoundError(f"{run_dir}: no TensorBoard logs under tb/")
@@ -72,7 +74,7 @@ def plot_learning_curves(run_dir: str | Path, out: str | Path, title: str | None
     bottom.set_title(PANELS[1][1], fontsize=10)
     bottom.set_xlabel("learner steps")
     bottom.legend()
-    fig.suptitle(title or Path(run_dir).name)
+    fig.suptitle(title or Path(run_dir).resolve().name)  # "." has no name of its own
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
