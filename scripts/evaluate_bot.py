@@ -277,9 +277,8 @@ def check_fields(plan: list[tuple[str, int, str, str, int]], rules: dict) -> Non
 
 def evaluate(args: argparse.Namespace, argv: list[str] | None) -> int:
     """Plays (or reads back) every tournament and writes evaluation.md."""
-    from train.files import write_atomic
-
     from agents.bundle import read_manifest
+    from train.files import write_atomic
 
     manifest = read_manifest(args.bot)
     rules = manifest["rules"]
