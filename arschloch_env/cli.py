@@ -357,21 +357,22 @@ def _cmd_rules(args: argparse.Namespace) -> int:
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     from arschloch_env.records import RecordError
-    from arschloch_env.replay import replay_file
+    from arschloch_env.replay import replay_matches
 
+    replayed = 0
     try:
-        results = replay_file(args.file)
+        for res in replay_matches(args.file):
+            replayed += 1
+            if not args.quiet:
+                print("\n".join(res.lines))
+            if not res.ok:
+                print(f"{args.file}:{res.error_line}: match {res.index}: {res.error}",
+                      file=sys.stderr)
+                return 1
     except RecordError as exc:
         print(f"arschloch replay: {exc}", file=sys.stderr)
         return 2
-    for res in results:
-        if not args.quiet:
-            print("\n".join(res.lines))
-        if not res.ok:
-            print(f"{args.file}:{res.error_line}: match {res.index}: {res.error}",
-                  file=sys.stderr)
-            return 1
-    print(f"{args.file}: {len(results)} match(es) replayed; every event follows the rules")
+    print(f"{args.file}: {replayed} match(es) replayed; every event follows the rules")
     return 0
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from arschloch_env.cards import CardError, parse_card
 from arschloch_env.engine import GIVE, LAY, TAKE, DealError, Game, IllegalActionError
@@ -245,16 +246,27 @@ def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
     return res
 
 
-def replay_file(path) -> list[ReplayResult]:
-    """Re-plays every match of a record file.
+def replay_matches(path) -> Iterator[ReplayResult]:
+    """Re-plays the matches of a record file one by one as they are read: a long record is
+    never held whole, and a match that breaks the rules is reported before a damaged line
+    further on.
 
     Raises:
-        RecordError: the file is missing, empty, not JSON Lines, or truncated.
+        RecordError: the file is missing, empty, not JSON Lines, or truncated (raised when
+            the reading gets there).
     """
-    results = [replay_match(m) for m in read_matches(path)]
-    if not results:
+    replayed = 0
+    for match in read_matches(path):
+        replayed += 1
+        yield replay_match(match)
+    if not replayed:
         raise RecordError(f"{path}: holds no match (a record starts with a 'match' event)")
-    return results
 
 
-__all__ = ["ReplayResult", "RecordError", "describe_event", "replay_file", "replay_match"]
+def replay_file(path) -> list[ReplayResult]:
+    """Every match of a record file re-played (:func:`replay_matches`), as a list."""
+    return list(replay_matches(path))
+
+
+__all__ = ["ReplayResult", "RecordError", "describe_event", "replay_file", "replay_match",
+           "replay_matches"]

@@ -498,6 +498,20 @@ def test_malformed_record_files(tmp_path, text, words):
     assert words in msg and (f"{path}:1:" in msg or f"{path}:2:" in msg)
 
 
+def test_replay_reports_a_broken_match_before_a_damaged_line_further_on(tmp_path, capsys):
+    """Matches are re-played as they are read: a rule broken in the first is reported (exit
+    1), not hidden behind a cut line at the end of the file (which alone exits 2)."""
+    from arschloch_env.cli import main
+    first_match = [dict(e) for e in random_match("culo", 4, 8).events]
+    j = first(first_match, "round_end")
+    first_match[j] = {**first_match[j], "points": {p: 0 for p in first_match[j]["points"]}}
+    text = "".join(json.dumps(e) + "\n" for e in first_match + random_match("culo", 4, 9,
+                                                                          index=1).events)
+    (tmp_path / "cut.jsonl").write_text(text[:-20])
+    assert main(["replay", "--quiet", str(tmp_path / "cut.jsonl")]) == 1
+    assert f"cut.jsonl:{j + 1}: match 0: event 'round_end'" in capsys.readouterr().err
+
+
 def test_an_empty_record_file_name_is_named_as_empty(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(RecordError, match="record file name is empty"):
