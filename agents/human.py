@@ -469,7 +469,8 @@ def follow_hands(hands: dict[str, list[str]], event: dict) -> None:
 
     The narrator needs the hand that an only-top-rank exit reveals, and the ``out`` event
     does not list it (INTERFACES.md fixes its fields), so the hands are followed from the
-    deal through every swap, exchange and play.
+    deal through every swap, exchange and play. A player out of the round holds nothing from
+    then on (an only-top hand, revealed, is played no more).
     """
     kind = event["event"]
     if kind == "round":
@@ -485,6 +486,8 @@ def follow_hands(hands: dict[str, list[str]], event: dict) -> None:
     elif kind == "play":
         for card in event["cards"]:
             hands[event["player"]].remove(card)
+    elif kind == "out":
+        hands[event["player"]] = []
 
 
 def narrate(event: dict, human: int, labels: list[str],
@@ -527,7 +530,17 @@ def narrate(event: dict, human: int, labels: list[str],
     if kind == "pass":
         return f"  {who()} {verb('player', 'pass', 'passes')}"
     if kind == "trick_end":
-        return f"  -- trick to {who('winner')}"
+        line = f"  -- trick to {who('winner')}"
+        winner = int(event["winner"].split("_")[1])
+        if hands is None or hands.get(event["winner"]):
+            return line
+        n = len(hands)  # out: the next player clockwise who still holds cards leads
+        after = [(winner + k) % n for k in range(1, n)]
+        leader = next((s for s in after if hands.get(f"player_{s}")), None)
+        if leader is None:
+            return line
+        return (f"{line}, who {'are' if winner == human else 'is'} out: "
+                f"{_name(leader, human, labels)} {'lead' if leader == human else 'leads'}")
     if kind == "out":
         why = {"emptied": "played the last card", "only_top": "only top-rank cards left",
                "last": "the last one holding cards"}[event["reason"]]

@@ -601,3 +601,28 @@ def test_the_greeting_says_how_long_a_match_is_and_how_the_ranks_go(args, says):
                          input="quit\n", capture_output=True, text=True, timeout=60)
     text = " ".join(res.stdout.split())
     assert res.returncode == 0 and all(s in text for s in says), res.stdout
+
+
+@pytest.mark.parametrize("preset,n", [("culo", 4), ("tavern", 5), ("culo-52", 6)])
+def test_a_trick_won_by_a_player_who_went_out_names_who_leads_next(preset, n):
+    """The rules pass the lead to the next player clockwise still holding cards; the
+    narration says who that is, and it is who plays next."""
+    from agents.runner import play_match
+    from arschloch_env.rules import make_rules
+    labels = ["human"] + ["greedy"] * (n - 1)
+    named = 0
+    for seed in range(6):
+        events = play_match(make_rules(preset, n), ["greedy"] * n, seed=seed,
+                            record=True).events
+        hands: dict = {}
+        for i, event in enumerate(events):
+            line = narrate(event, 0, labels, hands, "points")
+            follow_hands(hands, event)
+            found = re.search(r"who (?:is|are) out: (you|player_(\d))", line or "")
+            if found is None:
+                continue
+            following = next(e for e in events[i + 1:] if e["event"] in ("play", "round_end"))
+            leader = "player_0" if found.group(1) == "you" else found.group(1)
+            assert following.get("player") == leader, (line, following)
+            named += 1
+    assert named > 0
