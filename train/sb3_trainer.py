@@ -40,6 +40,7 @@ from typing import Any
 
 import yaml
 
+from arschloch_env.cli import STOP_SIGNALS
 from train.config import ConfigError, TrainConfig, resume_config
 from train.files import (fresh_directory, read_latest, read_run_json, write_atomic,
                          write_json_atomic)
@@ -263,9 +264,8 @@ def interrupt_deferred():
         yield
         return
     caught: list[int] = []
-    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {s: signal.signal(s, lambda signum, frame: caught.append(signum))
-                for s in signals}
+                for s in (signal.SIGINT, *STOP_SIGNALS)}
     try:
         yield
     finally:
