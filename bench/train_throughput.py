@@ -106,13 +106,16 @@ def bench_vec(cfg, args) -> None:
     print(f"{args.config}: ppo-vec, {cfg.vec.num_games} games x {cfg.vec.rollout_steps} steps "
           f"per rollout, players {cfg.players}, MLP {net} ({cfg.ppo.activation}), critic on "
           f"{'state' if cfg.vec.critic_state else 'observation'}, {cfg.ppo.n_epochs} epochs x "
-          f"{cfg.vec.minibatches} minibatches, device {device}, torch threads "
-          f"{cfg.torch_threads}, engine threads {cfg.vec.engine_threads}, "
+          f"{cfg.vec.minibatches} minibatches, "
+          f"{'bfloat16' if cfg.vec.bfloat16 else 'float32'} forwards, device {device}, "
+          f"torch threads {cfg.torch_threads}, engine threads {cfg.vec.engine_threads}, "
           f"opponents {cfg.vec.mix}, {len(pool.active)} snapshots")
     print(f"{steps} learner samples ({rows} decisions) in {elapsed:.1f} s: "
           f"{steps / elapsed:,.0f} samples/s (collect + update); collect {collect:.1f} s "
           f"({rows / collect:,.0f} decisions/s), update {update:.1f} s "
           f"({steps * cfg.ppo.n_epochs / update:,.0f} sample-epochs/s)")
+    if ppo_vec.bfloat16_is_slow(nets, device):
+        print(ppo_vec.SLOW_BFLOAT16)
 
 
 def main() -> None:

@@ -379,6 +379,50 @@ def test_update_entropy_is_over_legal_actions_and_a_single_legal_action_or_row_i
         assert torch.isfinite(p).all() and torch.isfinite(p.grad).all()
 
 
+@pytest.mark.parametrize("bfloat16", [False, True])
+def test_the_update_starts_from_the_policy_that_collected(tmp_path, bfloat16):
+    """At learning rate 0 the update recomputes the collecting policy's log-probabilities:
+    every ratio is 1 (no clipping, approximate KL 0), in bfloat16 too, where collecting and
+    the update share one autocast (bfloat16 logits against float32 ones moved the ratios by
+    up to a few tenths)."""
+    import torch
+
+    from train import ppo_vec
+    from train.league import League
+
+    cfg = load_config(ROOT / "configs" / "ppo_vec_culo_multi.yaml", [
+        "torch_threads=1", "vec.collect_threads=1", "vec.num_games=64", "vec.rollout_steps=16",
+        "vec.mix={current: 0.5, snapshots: 0.5}", f"vec.bfloat16={str(bfloat16).lower()}"])
+    tables, nets, optimizer, buf, _, gen, device = ppo_vec.setup(cfg, League(tmp_path, 1), 0)
+    for group in optimizer.param_groups:
+        group["lr"] = 0.0
+    with torch.no_grad():  # logits as large as a trained policy's, not the initial ~0.01
+        nets.actor[-1].weight.mul_(1000.0)
+    assert nets.bfloat16 is bfloat16
+    for _ in range(3):
+        samples, _, losses = ppo_vec.iteration(tables, nets, optimizer, buf, cfg, gen, device)
+        assert samples > 300
+        assert losses["clip_fraction"] == 0.0
+        assert abs(losses["approx_kl"]) < 1e-6, losses
+    for table in tables:
+        table.vg.close()
+
+
+@pytest.mark.parametrize("flags, slow", [
+    ("fpu avx2 avx512f avx512_bf16", False), ("fpu avx2 amx_bf16 amx_tile", False),
+    ("fpu avx avx2 fma", True), ("Features: fp asimd bf16", False)])
+def test_bfloat16_on_a_cpu_without_its_products_is_told(tmp_path, flags, slow):
+    from train import ppo_vec
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+    nets = ppo_vec.Nets(None, None, False, "relu", bfloat16=True)
+    assert ppo_vec.bfloat16_is_slow(nets, "cpu", str(cpuinfo)) is slow
+    assert not ppo_vec.bfloat16_is_slow(nets, "cpu", str(tmp_path / "absent"))
+    assert not ppo_vec.bfloat16_is_slow(ppo_vec.Nets(None, None, False, "relu"), "cpu",
+                                        str(cpuinfo))
+
+
 # -- the league's snapshots and sampling ------------------------------------------------------
 
 def test_snapshots_of_the_latest_checkpoint_survive_until_the_next(tmp_path):

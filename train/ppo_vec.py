@@ -112,6 +112,15 @@ class Nets:
     """observation, or the full state with ``critic_state`` -> value."""
     critic_state: bool
     activation: str
+    bfloat16: bool = False
+    """Forward passes in bfloat16 (``vec.bfloat16``); the weights stay float32."""
+
+    def autocast(self, device):
+        """The context of every forward of the learner's nets, in collecting and in the
+        update alike, so the update's first ratios start at 1 (not at rounding noise)."""
+        import torch
+        return torch.autocast(torch.device(device).type, dtype=torch.bfloat16,
+                              enabled=self.bfloat16)
 
 
 def make_nets(cfg: TrainConfig, obs_size: int, state_size: int, num_actions: int,
@@ -120,7 +129,7 @@ def make_nets(cfg: TrainConfig, obs_size: int, state_size: int, num_actions: int
     actor = mlp([obs_size, *hidden, num_actions], cfg.ppo.activation, 0.01).to(device)
     critic_in = state_size if cfg.vec.critic_state else obs_size
     critic = mlp([critic_in, *hidden, 1], cfg.ppo.activation, 1.0).to(device)
-    return Nets(actor, critic, cfg.vec.critic_state, cfg.ppo.activation)
+    return Nets(actor, critic, cfg.vec.critic_state, cfg.ppo.activation, cfg.vec.bfloat16)
 
 
 # -- the games and the buffer -----------------------------------------------------------------
@@ -174,9 +183,10 @@ def policy_act(nets: Nets, obs: np.ndarray, mask: np.ndarray, critic_in: np.ndar
     import torch
     with torch.inference_mode():
         o = torch.from_numpy(obs).to(device)
-        actions, logp = sample_masked(nets.actor(o), bool_tensor(mask).to(device), generator)
         c = o if critic_in is None else torch.from_numpy(critic_in).to(device)
-        value = nets.critic(c)[:, 0]
+        with nets.autocast(device):
+            logits, value = nets.actor(o).float(), nets.critic(c)[:, 0].float()
+        actions, logp = sample_masked(logits, bool_tensor(mask).to(device), generator)
     return actions.cpu().numpy(), logp.cpu().numpy(), value.cpu().numpy()
 
 
@@ -306,17 +316,17 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
     import torch
 
     p = cfg.ppo
-    idx = np.flatnonzero(valid.reshape(-1))
     T, B = valid.shape
 
-    def rows(a: np.ndarray):
-        return torch.from_numpy(a.reshape(T * B, *a.shape[2:])[idx]).to(device)
+    def every_row(a: np.ndarray):
+        # a view, not a copy of the valid rows: copying them cost a fifth of the update
+        return torch.from_numpy(a.reshape(T * B, *a.shape[2:])).to(device)
 
-    obs, actions = rows(buf.obs), rows(buf.action)
-    legal = rows(buf.mask).float()
-    critic_in = rows(buf.state) if nets.critic_state else obs
-    old_logp, old_value = rows(buf.logp), rows(buf.value)
-    advantages = rows(adv)
+    idx = torch.from_numpy(np.flatnonzero(valid.reshape(-1))).to(device)
+    obs, actions, legal = every_row(buf.obs), every_row(buf.action), every_row(buf.mask)
+    critic_in = every_row(buf.state) if nets.critic_state else obs
+    old_logp, old_value = every_row(buf.logp), every_row(buf.value)
+    advantages = every_row(adv)
     returns = advantages + old_value
     params = [*nets.actor.parameters(), *nets.critic.parameters()]
     N = len(idx)
@@ -328,11 +338,14 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
     for _ in range(p.n_epochs):
         perm = torch.randperm(N, generator=generator).to(device)
         for start in range(0, N, size):
-            mb = perm[start:start + size]
+            mb = idx[perm[start:start + size]]
             take = partial(torch.index_select, dim=0, index=mb)
-            x, mb_legal = take(obs), take(legal)
+            x, mb_legal = take(obs), take(legal).float()
+            c = take(critic_in) if nets.critic_state else x
+            with nets.autocast(device):
+                logits, value = nets.actor(x).float(), nets.critic(c)[:, 0].float()
             illegal_bias = (1.0 - mb_legal) * NEG  # added to the logits: the masked logits
-            logp_all = torch.log_softmax(nets.actor(x) + illegal_bias, dim=-1)
+            logp_all = torch.log_softmax(logits + illegal_bias, dim=-1)
             new_logp = logp_all.gather(1, take(actions)[:, None])[:, 0]
             floored = logp_all.clamp(min=LOGP_FLOOR)
             entropy = -(floored.exp() * floored * mb_legal).sum(-1).mean()
@@ -342,8 +355,7 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
             a = (a - a.mean()) / (a.std() + 1e-8) if len(mb) > 1 else a
             pg_loss = torch.max(-a * ratio,
                                 -a * ratio.clamp(1 - p.clip_range, 1 + p.clip_range)).mean()
-            c = take(critic_in) if nets.critic_state else x
-            v_loss = ((nets.critic(c)[:, 0] - take(returns)) ** 2).mean()  # SB3's, unhalved
+            v_loss = ((value - take(returns)) ** 2).mean()  # SB3's, unhalved
             loss = pg_loss - p.ent_coef * entropy + p.vf_coef * v_loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -355,7 +367,7 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
                     ((ratio - 1).abs() > p.clip_range).float().mean()]))
     means = torch.stack(stats).double().mean(0).tolist() if stats else [0.0] * len(names)
     out = dict(zip(names, means))
-    y, v = returns.cpu().numpy(), old_value.cpu().numpy()
+    y, v = returns[idx].cpu().numpy(), old_value[idx].cpu().numpy()
     var = float(np.var(y)) if N else 0.0
     out["explained_variance"] = float("nan") if var == 0 else 1.0 - float(np.var(y - v)) / var
     return out
@@ -398,6 +410,28 @@ def passive_openmp(cfg: TrainConfig) -> None:
     torch is loaded, which the trainer and the benchmark do later."""
     if max(cfg.torch_threads, cfg.vec.collect_threads) > 1 and "torch" not in sys.modules:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+BFLOAT16_FLAGS = ("avx512_bf16", "amx_bf16")
+"""x86 CPU flags of bfloat16 products in hardware; elsewhere torch converts to float32 and
+back around every product, and ``vec.bfloat16`` makes a run slower."""
+
+
+SLOW_BFLOAT16 = (f"note: vec.bfloat16 on a CPU with none of {', '.join(BFLOAT16_FLAGS)}: "
+                 "several times slower than float32 here")
+
+
+def bfloat16_is_slow(nets: Nets, device, cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """``vec.bfloat16`` on an x86 CPU without :data:`BFLOAT16_FLAGS` (told where its flags
+    can be read: Linux)."""
+    import torch
+    if not nets.bfloat16 or torch.device(device).type != "cpu":
+        return False
+    try:
+        words = set(Path(cpuinfo).read_text().split())
+    except OSError:
+        return False
+    return "avx2" in words and not words & set(BFLOAT16_FLAGS)
 
 
 def setup(cfg: TrainConfig, league: League, steps: int):
@@ -544,6 +578,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             raise ConfigError(f"{'--resume' if resume else 'init_from'}: {exc}") from None
     book = Bookkeeper(cfg, run, league, meta, progress, policy_digests=digests)
     book.start(nets, steps)
+    if bfloat16_is_slow(nets, device):
+        book.log_line(SLOW_BFLOAT16)
     started = time.time()
     try:
         while steps < cfg.total_steps:
