@@ -83,6 +83,23 @@ def test_clone_cli_errors_name_the_argument(tmp_path):
     assert not (tmp_path / "c.npz").exists()
 
 
+def test_clone_replaces_only_a_policy_file(tmp_path, greedy_clone):
+    """--out may name an earlier clone (or an empty file), never another kind of .npz."""
+    other = tmp_path / "arrays.npz"
+    np.savez(other, x=np.arange(3))
+    before = other.read_bytes()
+    res = cli("clone", "greedy", "--decisions", "600", "--out", other)
+    assert res.returncode == 2, res.stderr
+    assert "is not a policy file" in res.stderr and "give another name" in res.stderr
+    assert "Traceback" not in res.stderr and other.read_bytes() == before
+    earlier = tmp_path / "earlier.npz"
+    earlier.write_bytes(greedy_clone[0].read_bytes())
+    res = cli("clone", "greedy", "--players", "4", "--decisions", "600", "--epochs", "1",
+              "--net-arch", "8", "--out", earlier)
+    assert res.returncode == 0, res.stderr
+    assert MLP.load(earlier).layers[0][0].shape[0] == 8  # the new clone: 8 hidden units
+
+
 def test_fewer_decisions_than_a_minibatch_still_train():
     """Under one minibatch (2,048) of decisions the fit takes them all as one, instead of no
     step at all (an untrained network written as the clone)."""

@@ -285,6 +285,19 @@ def add_clone_parser(sub) -> None:
     p.set_defaults(func=_cmd_clone)
 
 
+def check_replaces_a_policy_file(out: str) -> None:
+    """``--out`` may replace an earlier policy file or an empty file, never another kind of
+    ``.npz`` (numpy's, say)."""
+    from agents.mlp import MLP
+
+    if Path(out).is_file() and Path(out).stat().st_size:
+        try:
+            MLP.load(out)
+        except ValueError as exc:
+            raise CliError(f"--out: {exc}; the clone would replace it: give another name") \
+                from None
+
+
 def _cmd_clone(args: argparse.Namespace) -> int:
     from agents.base import AgentSpecError, make_agent
     from arschloch_env.rules import RulesError, make_rules
@@ -293,6 +306,7 @@ def _cmd_clone(args: argparse.Namespace) -> int:
     if not args.out.endswith(".npz"):
         raise CliError(f"--out {args.out!r}: a policy file ends in .npz")
     check_out_file(args.out, "name the policy file", "clone.npz")  # before the work
+    check_replaces_a_policy_file(args.out)
     for name in ("decisions", "epochs", "jobs"):
         if getattr(args, name) < 1:
             raise CliError(f"--{name} {getattr(args, name)}: must be at least 1")
