@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from common import duration
+from common import DefaultsHelp, duration
 
 from agents.base import AgentSpecError, make_agent
 from agents.expert import ExpertAgent
@@ -58,9 +58,12 @@ def bench(spec: str, preset: str, budget: float, players: int = 4) -> dict:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--bots", nargs="+", default=["random", "greedy", "expert", "mc"])
-    p.add_argument("--rules", nargs="+", default=["culo", "tavern"], choices=PRESETS)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=DefaultsHelp)
+    p.add_argument("--bots", nargs="+", default=["random", "greedy", "expert", "mc"],
+                   help="agent specs to time")
+    p.add_argument("--rules", nargs="+", default=["culo", "tavern"], choices=PRESETS,
+                   metavar="PRESET", help=f"presets to time them in: {', '.join(PRESETS)}")
     p.add_argument("--seconds", type=duration, default=4.0, help="bot time per bot and rules")
     a = p.parse_args(argv)
     for spec in a.bots:  # before any bot is timed: a misspelt last bot is no traceback

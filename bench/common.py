@@ -1,4 +1,5 @@
-"""Argument types the benchmarks share: a bad flag is a usage error, not a traceback."""
+"""Argument types and help the benchmarks share: a bad flag is a usage error, not a
+traceback, and ``--help`` shows each option's default."""
 
 from __future__ import annotations
 
@@ -29,3 +30,16 @@ def duration(text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"{text} is not allowed; seconds above 0")
     return value
+
+
+class DefaultsHelp(argparse.HelpFormatter):
+    """Help that ends each option's text with its default, where it has one to show (not a
+    flag's False, nor an empty list)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if default in (None, False, [], argparse.SUPPRESS) or "default" in text:
+            return text
+        shown = " ".join(map(str, default)) if isinstance(default, list) else str(default)
+        return f"{text} (default: {shown.replace('%', '%%')})"

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from common import at_least, duration
+from common import DefaultsHelp, at_least, duration
 
 
 def engine_loop(preset: str, seconds: float) -> tuple[float, float]:
@@ -69,9 +69,11 @@ def summarize(values: list[float]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=DefaultsHelp)
     parser.add_argument("--seconds", type=duration, default=3.0, help="length of one run")
-    parser.add_argument("--runs", type=at_least(1), default=3)
+    parser.add_argument("--runs", type=at_least(1), default=3,
+                        help="runs per loop (median and range)")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import at_least
+from common import DefaultsHelp, at_least
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -119,10 +119,14 @@ def bench_vec(cfg, args) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default=str(ROOT / "configs" / "ppo_culo_4p.yaml"))
-    parser.add_argument("--steps", type=at_least(1), default=20_000)
-    parser.add_argument("--set", action="append", default=[], dest="overrides")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=DefaultsHelp)
+    parser.add_argument("--config", default=str(ROOT / "configs" / "ppo_culo_4p.yaml"),
+                        help="a training config, as arschloch train --config")
+    parser.add_argument("--steps", type=at_least(1), default=20_000,
+                        help="learner samples to time (ppo-vec: whole rollouts, at least this)")
+    parser.add_argument("--set", action="append", default=[], dest="overrides",
+                        metavar="KEY=VALUE", help="override a config field, as arschloch train")
     parser.add_argument("--profile", action="store_true", help="cProfile (ppo-vec only)")
     parser.add_argument("--snapshots", type=at_least(0), help="ppo-vec: snapshots in the league "
                         "(default: league.max_snapshots, a long run's full pool)")

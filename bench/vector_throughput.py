@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from common import at_least, duration
+from common import DefaultsHelp, at_least, duration
 
 from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
@@ -102,13 +102,15 @@ def fmt(stat: tuple[float, float, float] | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=DefaultsHelp)
     p.add_argument("--seconds", type=duration, default=1.5, help="length of one run")
     p.add_argument("--runs", type=at_least(1), default=3,
                    help="runs per cell (median and range)")
     p.add_argument("--sizes", type=at_least(1), nargs="+", default=[1, 256, 4096],
                    help="batch sizes")
-    p.add_argument("--presets", nargs="+", default=["culo", "tavern"], choices=PRESETS)
+    p.add_argument("--presets", nargs="+", default=["culo", "tavern"], choices=PRESETS,
+                   metavar="PRESET", help=f"presets to run: {', '.join(PRESETS)}")
     p.add_argument("--quick", action="store_true", help="--seconds 0.3 --runs 1")
     args = p.parse_args(argv)
     if args.quick:

@@ -66,6 +66,25 @@ def test_train_throughput_refuses_ppo_vec_options_for_an_sb3_config():
         assert f"{flag[0]} is for ppo-vec configs" in res.stderr and "algo ppo" in res.stderr
 
 
+@pytest.mark.parametrize("script,defaults", [
+    ("bots.py", ["(default: random greedy expert mc)", "(default: culo tavern)",
+                 "(default: 4.0)"]),
+    ("env_throughput.py", ["(default: 3.0)", "(default: 3)"]),
+    ("train_throughput.py", ["ppo_culo_4p.yaml)", "(default: 20000)",
+                             "(default: league.max_snapshots"]),
+    ("vector_throughput.py", ["(default: 1.5)", "(default: 3)", "(default: 1 256 4096)",
+                              "(default: culo tavern)"]),
+])
+def test_bench_help_shows_the_defaults(script, defaults):
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / script), "--help"],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT,
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode == 0, res.stderr[-2000:]
+    text = " ".join(res.stdout.split())  # the help wraps lines
+    assert all(d in text for d in defaults), text
+    assert "(default: False)" not in text and "(default: [])" not in text
+
+
 @pytest.mark.parametrize("bots,says", [
     (["random", "expret"], "--bots: unknown agent spec 'expret'"),
     (["random", "bots/ppo_vec_culo_multi"], "--bots: agent bots/ppo_vec_culo_multi does not "
