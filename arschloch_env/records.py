@@ -92,6 +92,9 @@ class RecordWriter:
 
     def __init__(self, path: str | os.PathLike):
         self.path = check_record_path(path)
+        # the folders made for it, deepest first: a record that gets no match leaves none
+        self._made = [d for d in (self.path.parent, *self.path.parent.parents)
+                      if not d.exists()]
         self.path.parent.mkdir(parents=True, exist_ok=True)
         _remove_abandoned(self.path)
         fd, self.tmp = temporary_beside(self.path)
@@ -121,7 +124,8 @@ class RecordWriter:
     def close(self) -> None:
         """Makes the file appear under its final name (also after an interrupted or failed
         run: it holds whole matches only), or,
-        when no match was written, removes the ``.part`` file and leaves the target as it was."""
+        when no match was written, removes the ``.part`` file and the folders made for it, and
+        leaves the target as it was."""
         if self._fh.closed:
             return
         self._fh.flush()
@@ -129,8 +133,13 @@ class RecordWriter:
         self._fh.close()
         if self.matches:
             os.replace(self.tmp, self.path)
-        else:
-            self.tmp.unlink(missing_ok=True)
+            return
+        self.tmp.unlink(missing_ok=True)
+        for folder in self._made:
+            try:
+                folder.rmdir()
+            except OSError:  # something else was written there meanwhile
+                break
 
     def close_after(self, exc: BaseException) -> None:
         """:meth:`close` after a failure (or a person leaving), with a note on ``exc`` of what

@@ -214,6 +214,13 @@ def test_writer_without_a_finished_match_leaves_no_file(tmp_path):
     target.write_text(earlier)
     RecordWriter(target).close()
     assert target.read_text() == earlier and list(tmp_path.iterdir()) == [target]
+    # nor the folders it made, while one that something else wrote into stays
+    RecordWriter(tmp_path / "new" / "sub" / "x.jsonl").close()
+    assert list(tmp_path.iterdir()) == [target]
+    writer = RecordWriter(tmp_path / "new" / "sub" / "x.jsonl")
+    (tmp_path / "new" / "other.txt").write_text("kept")
+    writer.close()
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["other.txt"]
 
 
 def test_aec_env_writes_records(tmp_path):
