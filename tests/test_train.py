@@ -988,6 +988,31 @@ def test_resume_names_a_fixed_field_before_what_its_change_breaks():
         resume_config(load_config(SMOKE).to_dict(), ["total_steps=-5", "seed=0"])
 
 
+def test_resume_refuses_a_setting_the_trainer_does_not_read():
+    """vec.* is resumable for ppo-vec runs; an algo ppo run took it on --resume silently and
+    wrote it into its config.yaml, which a new run then refused."""
+    from train.config import resume_config
+    with pytest.raises(ConfigError, match=r"^vec.bfloat16: not read by algo ppo; .*remove "
+                                          r"them from --set"):
+        resume_config(load_config(SMOKE).to_dict(), ["vec.bfloat16=true"])
+    vec = load_config(ROOT / "configs" / "ppo_vec_culo.yaml")
+    assert resume_config(vec.to_dict(), ["vec.bfloat16=true"]).vec.bfloat16
+    # a config that already held such a setting resumes; only a change is refused
+    assert resume_config(load_config(SMOKE).to_dict(), ["total_steps=9"]).total_steps == 9
+
+
+@pytest.mark.parametrize("config", [None, SMOKE])
+def test_a_dotted_set_into_a_mix_changes_one_share_and_keeps_the_others(config):
+    """league.mix.greedy=0.5 on a config without league.mix replaced the default mix by
+    {greedy: 0.5}: every opponent greedy, no self-play, and no word of it."""
+    base = load_config(config).league.mix
+    mix = load_config(config, ["league.mix.greedy=0.5"]).league.mix
+    assert mix == {**base, "greedy": 0.5}
+    vec = load_config(None, ["algo=ppo-vec", "vec.mix.random=0.1"]).vec.mix
+    assert vec == {**load_config(None, ["algo=ppo-vec"]).vec.mix, "random": 0.1}
+    assert load_config(None, ["rules_overrides.rounds=3"]).rules_overrides == {"rounds": 3}
+
+
 def test_a_bad_config_leaves_no_run_directory(tmp_path):
     res = cli("train", "--config", SMOKE, "--run-dir", tmp_path / "r", "--set", "ppo.n_steps=0")
     assert res.returncode == 2, res.stderr[-2000:]

@@ -282,10 +282,13 @@ SB3_ONLY = ("n_envs", "subproc", "ppo.n_steps", "ppo.batch_size", "league.mix")
 """Settings of ``algo: ppo`` that ``ppo-vec`` does not read (it has ``vec`` for them)."""
 
 
-def check_settings_are_read(cfg: TrainConfig) -> None:
-    """Refuses a setting changed from its default that this run's trainer does not read:
-    the other trainer's (``vec.*`` for ``ppo``, those of :data:`SB3_ONLY` for ``ppo-vec``)."""
-    changed = changed_fields(TrainConfig().to_dict(), cfg.to_dict())
+def check_settings_are_read(cfg: TrainConfig, changed: list[str] | None = None,
+                            given_in: str = "the config") -> None:
+    """Refuses a setting that this run's trainer does not read (the other trainer's:
+    ``vec.*`` for ``ppo``, those of :data:`SB3_ONLY` for ``ppo-vec``) among ``changed``
+    (dotted keys; by default those that differ from the defaults)."""
+    if changed is None:
+        changed = changed_fields(TrainConfig().to_dict(), cfg.to_dict())
     if cfg.algo == "ppo-vec":
         unread = sorted({k for k in SB3_ONLY for c in changed if c == k or
                          c.startswith(k + ".")})
@@ -296,7 +299,7 @@ def check_settings_are_read(cfg: TrainConfig) -> None:
         instead = "they are algo ppo-vec's (set algo: ppo-vec to use them)"
     if unread:
         raise ConfigError(f"{', '.join(unread)}: not read by algo {cfg.algo}; {instead}; "
-                          f"remove them from the config")
+                          f"remove them from {given_in}")
 
 
 RESUMABLE = ("total_steps", "checkpoint_every", "device", "torch_threads", "ppo.learning_rate",
@@ -324,9 +327,11 @@ def resume_config(data: dict[str, Any], overrides: list[str] = ()) -> TrainConfi
         if fixed:
             raise ConfigError(refused_on_resume(fixed)) from None
         raise
-    fixed = [k for k in changed_fields(before, cfg.to_dict()) if k not in RESUMABLE]
+    changed = changed_fields(before, cfg.to_dict())
+    fixed = [k for k in changed if k not in RESUMABLE]
     if fixed:
         raise ConfigError(refused_on_resume(fixed))
+    check_settings_are_read(cfg, changed, given_in="--set")
     return cfg
 
 
@@ -355,14 +360,19 @@ def changed_fields(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> li
 
 
 def apply_override(data: dict[str, Any], text: str) -> None:
-    """Sets one dotted ``key=value`` in a config mapping."""
+    """Sets one dotted ``key=value`` in a config mapping. A section or mapping the mapping
+    does not hold yet starts as its default: ``league.mix.greedy=0.5`` changes one share of
+    the default mix, as it does of a mix the config gives, and keeps the others."""
     if "=" not in text:
         raise ConfigError(f"--set {text!r}: expected key=value, e.g. total_steps=10000")
     key, raw = text.split("=", 1)
     parts = key.strip().split(".")
-    node = data
+    node: Any = data
+    default: Any = TrainConfig().to_dict()
     for part in parts[:-1]:
-        node = node.setdefault(part, {})
+        default = default.get(part) if isinstance(default, dict) else None
+        node = node.setdefault(part, copy.deepcopy(default) if isinstance(default, dict)
+                               else {})
         if not isinstance(node, dict):
             raise ConfigError(f"--set {text!r}: {part!r} is not a section")
     try:
