@@ -25,6 +25,11 @@ class AgentFailed(RuntimeError):
     from a tournament's worker process)."""
 
 
+class WorkerDied(RuntimeError):
+    """A process playing games for a tournament ended in the middle of it (a bot's crash, a
+    signal): its deal would never be answered."""
+
+
 def observation_of(game: Game, encoder: Encoder, seat: int) -> dict:
     """The AEC observation dict of ``seat`` (mask all 0 unless it is the seat to act)."""
     return encoder.observation(game, seat)

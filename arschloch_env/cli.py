@@ -185,6 +185,9 @@ def progress_bar(progress: bool | None, **kwargs):
     """A tqdm bar for ``progress`` as :func:`add_progress_args` sets it: shown always (True),
     never (False) or only on a terminal (None)."""
     from tqdm import tqdm
+    # No monitor thread: tournaments fork their workers while a bar is open, and a fork
+    # beside another running thread may leave a lock it held locked forever in the child.
+    tqdm.monitor_interval = 0
     return tqdm(disable=None if progress is None else not progress, dynamic_ncols=True,
                 **kwargs)
 
@@ -451,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run_command(args: argparse.Namespace) -> int:
     from agents.base import AgentSpecError, QuitGame
     from agents.bundle import BundleError
-    from agents.runner import AgentError, AgentFailed
+    from agents.runner import AgentError, AgentFailed, WorkerDied
     from arschloch_env.engine import DealError, IllegalActionError
 
     try:
@@ -461,7 +464,7 @@ def _run_command(args: argparse.Namespace) -> int:
     except (CliError, RulesError, AgentSpecError, DealError, BundleError) as exc:
         print(f"arschloch {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except (AgentError, AgentFailed, IllegalActionError) as exc:
+    except (AgentError, AgentFailed, IllegalActionError, WorkerDied) as exc:
         print(f"arschloch {args.command}: {exc}", *getattr(exc, "__notes__", ()), sep="\n",
               file=sys.stderr)
         return 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +57,14 @@ class BoomAgent:
 
     def act(self, observation, view):
         raise RuntimeError("boom")
+
+
+class ProcessKillerAgent:
+    """Ends its own process on its first move (``tests.test_cli:ProcessKillerAgent``), as a
+    crash in a C extension or the out-of-memory killer would."""
+
+    def act(self, observation, view):
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class ResetBoomAgent:
@@ -255,6 +264,15 @@ def test_an_agent_whose_reset_fails_is_named_with_its_seat(agent, says, jobs):
     assert res.stderr.splitlines()[0].startswith(f"arschloch tournament: {says}"), res.stderr
     assert res.stderr.count("Traceback (most recent call last)") <= 1
     assert "RemoteTraceback" not in res.stderr
+
+
+def test_a_tournament_worker_that_dies_is_an_error_not_a_hang(tmp_path):
+    res = cli("tournament", "--bots", "tests.test_cli:ProcessKillerAgent", "greedy", "--deals",
+              "4", "--jobs", "2", "--no-plots", "--out", str(tmp_path / "t"))
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.startswith("arschloch tournament: a worker process playing the "
+                                 "tournament's games ended (killed by SIGKILL)"), res.stderr
+    assert "Traceback" not in res.stderr
 
 
 def test_simulate_without_record():

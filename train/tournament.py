@@ -58,7 +58,7 @@ from typing import Any, Callable, Sequence
 from agents.base import (
     BUILTIN, AgentSpecError, agent_label, copy_agent, is_bundle_dir, make_agent,
 )
-from agents.runner import play_match
+from agents.runner import WorkerDied, play_match
 from arschloch_env.cli import match_seed, progress_bar, support_detail
 from arschloch_env.rules import (
     Rules, RulesError, is_integer, make_rules, make_rules_for_seats,
@@ -206,6 +206,24 @@ def _work(d: int) -> dict:
         raise _BotStopped(type(e).__name__, getattr(e, "code", None)) from None
 
 
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def check_alive(workers: list) -> None:
+    """Raises :class:`WorkerDied` for a worker that ended: the pool would start another, and
+    the parent wait for the lost worker's deal forever."""
+    for w in workers:
+        if w.exitcode is not None:
+            how = (f"killed by {signal_name(-w.exitcode)}" if w.exitcode < 0
+                   else f"exit status {w.exitcode}")
+            raise WorkerDied(f"a worker process playing the tournament's games ended ({how}): "
+                             f"a bot ended its process, or the system did (out of memory?)")
+
+
 class _StopFlag:
     """Ctrl-C sets a flag instead of raising; a second Ctrl-C raises KeyboardInterrupt."""
 
@@ -244,6 +262,7 @@ def _blocks_in_pool(player: BlockPlayer, deals: int, jobs: int, stop: _StopFlag)
     methods = mp.get_all_start_methods()
     ctx = mp.get_context("fork" if "fork" in methods else "spawn")
     pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(player,))
+    workers = list(pool._pool)  # they live as long as the pool: none leaves on its own
     try:
         it = pool.imap_unordered(_work, range(deals))
         for _ in range(deals):
@@ -254,6 +273,7 @@ def _blocks_in_pool(player: BlockPlayer, deals: int, jobs: int, stop: _StopFlag)
                     block = it.next(timeout=0.1)
                     break
                 except mp.TimeoutError:
+                    check_alive(workers)
                     continue
                 except _BotStopped as e:
                     kind, code = e.args
