@@ -373,7 +373,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                       file=sys.stderr)
                 return 1
     except RecordError as exc:
-        print(f"arschloch replay: {exc}", file=sys.stderr)
+        print(f"arschloch replay: error: {exc}", file=sys.stderr)
         return 2
     print(f"{args.file}: {replayed} match(es) replayed; every event follows the rules")
     return 0

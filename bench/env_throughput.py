@@ -64,8 +64,10 @@ def aec_loop(make_env, seconds: float, rounds_of) -> tuple[float, float]:
     return steps / elapsed, rounds / elapsed
 
 
-def summarize(values: list[float]) -> str:
-    return f"{statistics.median(values):>10,.0f}  [{min(values):,.0f} .. {max(values):,.0f}]"
+def summarize(values: list[float], width: int) -> str:
+    """The median under its column's name (``width`` wide), then the range."""
+    spread = f"[{min(values):,.0f} .. {max(values):,.0f}]"
+    return f"{statistics.median(values):>{width},.0f} {spread:<26}"
 
 
 def main() -> None:
@@ -94,11 +96,11 @@ def main() -> None:
         print(f"(leduc_holdem_v4 not measured: {exc}; pip install -e '.[bench]')")
 
     print(f"one core, {args.runs} runs of {args.seconds:g} s, median [range]")
-    print(f"{'loop':28} {'decisions/s':>32} {'rounds/s':>30}")
+    print(f"{'loop':28} {'decisions/s':>11} {'':26} {'rounds/s':>8}")
     for name, fn in cases:
         results = [fn() for _ in range(args.runs)]
-        print(f"{name:28} {summarize([r[0] for r in results]):>32} "
-              f"{summarize([r[1] for r in results]):>30}")
+        print(f"{name:28} {summarize([r[0] for r in results], 11)} "
+              f"{summarize([r[1] for r in results], 8)}".rstrip())
 
 
 if __name__ == "__main__":

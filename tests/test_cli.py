@@ -361,7 +361,8 @@ def test_replay_line_cut_in_half(tmp_path, record):
 
 
 def test_replay_missing_file(tmp_path):
-    failed(cli("replay", str(tmp_path / "nope.jsonl")), 2, "does not exist")
+    failed(cli("replay", str(tmp_path / "nope.jsonl")), 2, "arschloch replay: error: record file",
+           "does not exist")
 
 
 # -- bad input: exit 2, one clear line, no traceback ------------------------------------------------

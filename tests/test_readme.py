@@ -79,5 +79,5 @@ def test_command_lines_run_in_order(tmp_path):
         assert res.returncode == 0, f"{shlex.join(words)}\n{res.stderr[-3000:]}"
         ran.add(words[1])
     assert ran == RUN
-    assert (tmp_path / "games.jsonl").is_file()
+    assert (tmp_path / "runs" / "games.jsonl").is_file()
     assert (tmp_path / "runs" / "expert-vs-greedy" / "results.json").is_file()
