@@ -187,7 +187,7 @@ class Encoder:
         self._hot4, self._hot5, self._hot6 = _onehots(4), _onehots(5), _onehots(SEATS)
         self._present = tuple(_floats([1.0] * k + [0.0] * (SEATS - k)) for k in range(SEATS + 1))
         self._empty_hand = bytes(16 * R)
-        self._const_game, self._const_round, self._const = None, -1, {}
+        self._const_cache = (None, -1, {})  # (game, round, slices per seat)
         # hand and face-up cards are suit masks, played cards are counts
         self._cards3 = (THERMO_MASK,) * R + (THERMO,) * R + (THERMO_MASK,) * R
         self._held = tuple(_floats([c * 0.1]) for c in range(4 * R + 1))
@@ -285,14 +285,20 @@ class Encoder:
 
     def _round_constants(self, g, seat: int) -> tuple[bytes, bytes, bytes, bytes]:
         """The slices that cannot change during the play phase of a round (exchange cards,
-        match progress, titles, totals), cached per seat for the game and round at hand."""
+        match progress, titles, totals), cached per seat for the game and round at hand.
+
+        The cache is one tuple, read and replaced whole: threads that share an encoder for
+        their own games each keep the entries of their game (three attributes let a thread
+        read another game's entries between the check and the read)."""
         if g.phase != "play":
             return self._constants(g, seat)
-        if g is not self._const_game or g.round != self._const_round:
-            self._const_game, self._const_round, self._const = g, g.round, {}
-        const = self._const.get(seat)
+        game, round_, of_seat = self._const_cache
+        if g is not game or g.round != round_:
+            of_seat = {}
+            self._const_cache = (g, g.round, of_seat)
+        const = of_seat.get(seat)
         if const is None:
-            const = self._const[seat] = self._constants(g, seat)
+            const = of_seat[seat] = self._constants(g, seat)
         return const
 
     def _constants(self, g, seat: int) -> tuple[bytes, bytes, bytes, bytes]:

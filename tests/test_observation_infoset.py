@@ -354,3 +354,31 @@ def test_views_takes_a_plain_list_and_refuses_a_wrong_size_clearly():
         layout.views([0.0, 1.0, 2.0])
     with pytest.raises(ValueError, match="pass observation"):
         layout.views({"observation": [0.0] * layout.size})
+
+
+def test_an_encoder_shared_by_two_games_keeps_each_games_round_constants(monkeypatch):
+    """The per-round cache of a shared encoder (a server's threads, each with its own game):
+    a thread switched the cache to its game while another computed its slices, which then
+    went into the first game's entries, and that game's next observation showed the other
+    game's exchanged cards."""
+    def in_round_2(seed):
+        game = Game(make_rules("culo", 4), seed=seed, auto_pass=True)
+        rng = np.random.default_rng(seed)
+        while not (game.round == 2 and game.phase == PLAY):
+            game.step(int(rng.choice(game.legal_actions())))
+        return game
+
+    a, b = in_round_2(1), in_round_2(2)
+    seat = 0
+    shared = Encoder(a.R)
+    constants = shared._constants
+
+    def meanwhile(g, s):  # another thread observes its game b in the middle of a's
+        if g is a:
+            shared.observe(b, seat)
+        return constants(g, s)
+
+    monkeypatch.setattr(shared, "_constants", meanwhile)
+    for g in (a, b):
+        assert np.array_equal(shared.observe(g, seat), Encoder(g.R).observe(g, seat))
+    assert not np.array_equal(Encoder(a.R).observe(a, seat), Encoder(b.R).observe(b, seat))
