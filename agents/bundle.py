@@ -346,10 +346,11 @@ def numeric_inputs(where: str, observations: Any, masks: Any) -> tuple[np.ndarra
             (None, text, ragged lists), which numpy would refuse with its own error.
     """
     try:
-        x, m = np.asarray(observations, np.float32), np.asarray(masks)
-        if m.dtype.kind not in "biuf":
-            raise ValueError(f"masks of dtype {m.dtype}")
-        return x, m
+        x, m = np.asarray(observations), np.asarray(masks)
+        for name, given in (("observations", x), ("masks", m)):
+            if given.dtype.kind not in "biuf":  # float32 would parse "0.5", and None is NaN
+                raise ValueError(f"{name} of dtype {given.dtype}")
+        return x.astype(np.float32, copy=False), m
     except (TypeError, ValueError) as exc:
         raise BundleError(f"bundle {where!r}: observations and masks must be numbers, a row "
                           f"or rows of equal length (arrays or lists): {exc}") from None
@@ -390,11 +391,10 @@ def load_torch_program(path: str | Path):
     names the file verifies it always.
 
     Raises:
-        BundleError: a damaged manifest (:func:`read_manifest`), no ``policy.pt2``, or one
-            that does not match its checksum.
+        BundleError: a damaged manifest (:func:`read_manifest`), no ``policy.pt2``, one
+            that does not match its checksum, or no torch (the base install's bundles play
+            ``policy.onnx``).
     """
-    import torch
-
     root = Path(path)
     entry = read_manifest(root)["policy"].get("torch")
     if entry is not None and not is_file_entry(entry):
@@ -406,6 +406,12 @@ def load_torch_program(path: str | Path):
     if entry and file_sha256(program) != entry["sha256"]:
         raise BundleError(f"bundle {str(root)!r}: {program.name} is damaged (its sha256 does "
                           f"not match the manifest)")
+    try:
+        import torch
+    except ImportError:
+        raise BundleError(f"bundle {str(root)!r}: {program.name} needs torch, which is not "
+                          f"installed (the training extra: pip install -e '.[train]'); "
+                          f"policy.onnx plays without it") from None
     try:
         return torch.export.load(str(program))
     except Exception as exc:  # noqa: BLE001 - torch raises many kinds for an archive it can't read

@@ -164,6 +164,9 @@ def test_bundle_act_takes_a_json_decoded_observation_and_names_a_non_numeric_one
     assert bot.act(decoded, None) == bot.act(o, None)
     with pytest.raises(BundleError, match="observations and masks must be numbers"):
         bot.act({"observation": "abc", "action_mask": decoded["action_mask"]}, None)
+    for text in ([str(v) for v in decoded["observation"]], None):  # numpy parses "0.5"
+        with pytest.raises(BundleError, match="observations and masks must be numbers"):
+            bot.act({"observation": text, "action_mask": decoded["action_mask"]}, None)
     with pytest.raises(BundleError, match="observations and masks must be numbers"):
         bot.policy([decoded["observation"], decoded["observation"][:-1]],
                    [decoded["action_mask"]] * 2)

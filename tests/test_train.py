@@ -485,7 +485,14 @@ def test_bundle_loads_and_plays_without_torch(bundle):
         "g = play_match('culo', [bot, make_agent('random'), make_agent('random'), "
         "make_agent('random')], seed=1)\n"
         "assert g.is_over\n"
-        "print('played', g.totals)\n")
+        "print('played', g.totals)\n"
+        "from agents.bundle import BundleError, load_torch_program\n"
+        "try:\n"
+        f"    load_torch_program({str(out)!r})\n"
+        "except BundleError as exc:\n"
+        "    assert 'policy.pt2 needs torch, which is not installed' in str(exc), exc\n"
+        "else:\n"
+        "    raise AssertionError('a torch program loaded without torch')\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, timeout=120)
     assert res.returncode == 0, res.stderr
