@@ -1,6 +1,13 @@
 import os
+import signal
 
 from hypothesis import settings
+
+# A suite started in the background (`cmd &` in a script) inherits SIGINT ignored, and an
+# ignored signal stays ignored across exec. The tests of Ctrl-C need it as an interactive run
+# has it, in this process and in the commands they start.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 settings.register_profile("ci", max_examples=60, deadline=None)
 settings.register_profile("dev", max_examples=30, deadline=None)
@@ -15,10 +22,7 @@ def interrupt_while_recording(argv: list[str], record, sig=None,
     import subprocess
     import time
 
-    # A suite started in the background (`cmd &` in a script, nohup) ignores SIGINT, and an
-    # ignored signal stays ignored across exec: the command would never see the Ctrl-C.
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
                             **popen)
     def written() -> int:
         return sum(p.stat().st_size for p in record.parent.glob(record.name + ".*.part"))
