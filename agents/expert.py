@@ -28,7 +28,9 @@ can hold as many cards of a higher rank: led, it wins the trick. The rules, in o
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import math
+import numbers
+from dataclasses import dataclass, fields, replace
 from itertools import accumulate
 
 from arschloch_env.cards import POPCOUNT
@@ -69,6 +71,30 @@ class Params:
     threat_near: int = 99
     """React to a threat in a follow only when the hand after winning the trick has at most
     this many non-dominant groups (the race is close)."""
+
+    def __post_init__(self) -> None:
+        # checked here, not mid-game: endgame_cards="16" failed at its first comparison
+        for f in fields(self):
+            value = getattr(self, f.name)
+            allowed = ALLOWED[f.type] if f.name not in CHOICES else \
+                (f"one of {', '.join(CHOICES[f.name])}", lambda v, c=CHOICES[f.name]: v in c)
+            if not allowed[1](value):
+                raise ValueError(f"expert parameter {f.name}={value!r} is not allowed; it "
+                                 f"must be {allowed[0]}")
+
+
+def _number(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+
+
+ALLOWED = {
+    "bool": ("True or False", lambda v: isinstance(v, bool)),
+    "int": ("a whole number >= 0", lambda v: isinstance(v, numbers.Integral)
+            and not isinstance(v, bool) and v >= 0),
+    "float": ("a finite number", _number),
+}
+"""What a :class:`Params` field of each type may hold: (in words, the test)."""
+CHOICES = {"threat_follow": ("off", "win", "any")}
 
 
 DEFAULT = Params()

@@ -98,6 +98,7 @@ class Knowledge:
 
     def __init__(self) -> None:
         self.rules: Rules | None = None
+        self._rules_dict: dict | None = None
         self.seat = 0
         self.round = 0
         self.taken: int | None = None
@@ -107,6 +108,7 @@ class Knowledge:
 
     def reset(self, rules: Rules | dict | str, seat: int) -> None:
         self.rules = rules if isinstance(rules, Rules) else make_rules(rules)
+        self._rules_dict = self.rules.to_dict()
         self.deck = Deck(self.rules)
         self.seat = seat
         self.round = 0
@@ -119,8 +121,8 @@ class Knowledge:
 
     def update(self, view: dict, observation: dict | None = None) -> "Knowledge":
         """Reads one view (the observation gives the count of revealed top-rank cards)."""
-        if self.rules is None or view["rules"]["num_players"] != self.rules.num_players or \
-                list(view["rules"]["rank_order"]) != list(self.rules.rank_order):
+        # an agent used without reset(), or reset for other rules or another seat
+        if view["rules"] != self._rules_dict or view["seat"] != self.seat:
             self.reset(view["rules"], view["seat"])
         if view["round"] != self.round:
             self.round = view["round"]

@@ -18,6 +18,8 @@ The search is deterministic given the ``reset`` seed.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from arschloch_env.engine import GIVE, LAY, PLAY, TAKE, Game
@@ -168,13 +170,20 @@ class MCAgent:
 
     def __init__(self, budget: int = 100, min_worlds: int = 8, margin: float = 0.05,
                  policy=None, top_k: int = 3):
-        if top_k < 1:
-            raise ValueError(f"top_k must be at least 1, got {top_k}")
-        if budget < 1 or min_worlds < 1:
-            raise ValueError(f"budget and min_worlds must be at least 1 (sampled deals per "
-                             f"decision), got budget={budget}, min_worlds={min_worlds}")
-        if not margin >= 0:  # also refuses NaN
-            raise ValueError(f"margin must be a number of round points >= 0, got {margin}")
+        for name, value, what in (("budget", budget, "sampled deals per decision"),
+                                   ("min_worlds", min_worlds, "sampled deals per move"),
+                                   ("top_k", top_k, "moves of the policy searched")):
+            if not (isinstance(value, numbers.Integral) and not isinstance(value, bool)
+                    and value >= 1):
+                raise ValueError(f"{name} must be a whole number of at least 1 ({what}), "
+                                 f"got {value!r}")
+        if not (isinstance(margin, numbers.Real) and not isinstance(margin, bool)
+                and margin >= 0):  # also refuses NaN
+            raise ValueError(f"margin must be a number of round points >= 0, got {margin!r}")
+        if policy is not None and not (callable(getattr(policy, "policy", None))
+                                       and hasattr(policy, "name")):
+            raise ValueError(f"policy must be a loaded bundle "
+                             f"(agents.bundle.load_bundle(path)), got {policy!r}")
         self.budget = int(budget)
         self.min_worlds = int(min_worlds)
         self.margin = float(margin)
@@ -200,7 +209,6 @@ class MCAgent:
         self._template = None
         if self.policy is not None:
             self.policy.reset(rules, seat, seed)
-            self._encoder = Encoder(make_rules(rules).num_ranks)
 
     def _template_for(self, k: Knowledge) -> Game:
         key = k.rules
@@ -243,6 +251,8 @@ class MCAgent:
         if len(legal) == 1:
             choice = legal[0]
         elif self.policy is not None:
+            if self._encoder is None or self._encoder.R != k.R:  # also without reset()
+                self._encoder = Encoder(k.R)
             where = Layout(k.R).slices["match_progress"]
             self._progress = where, observation["observation"][where].copy()
             cands = self.policy_order(observation["observation"], mask)[:self.top_k]

@@ -12,6 +12,7 @@ from agents.base import QuitGame, agent_label, resolve_agents
 from agents.bundle import BundleError
 from arschloch_env.engine import Game, IllegalActionError, player_name
 from arschloch_env.observation import Encoder
+from arschloch_env.rules import make_rules
 from arschloch_env.view import public_view
 
 
@@ -165,12 +166,14 @@ def play_match(rules, agents: list[Any], seed: int | None = None, match_index: i
     ``package.module:ClassName``), one per seat. The record names each seat's agent by its
     ``labels`` entry, or by the agent's label (:func:`~agents.base.agent_label`).
     """
+    rules = make_rules(rules)
+    if len(agents) != rules.num_players:
+        raise ValueError(f"{len(agents)} agents for {rules.num_players} seats; give one agent "
+                         f"per seat")
     labels = labels or [agent_label(a) for a in agents]
     agents = resolve_agents(agents)
     game = Game(rules, seed=seed, match_index=match_index, record=record, auto_pass=True,
                 agents={player_name(i): l for i, l in enumerate(labels)})
-    if len(agents) != game.n:
-        raise ValueError(f"{len(agents)} agents for {game.n} seats; give one agent per seat")
     encoder = Encoder(game.R)
     reset_agents(agents, game.rules.to_dict(), seed)
     while not game.is_over:

@@ -347,14 +347,21 @@ def test_mc_over_a_policy_searches_only_its_top_moves(n):
 
 
 @pytest.mark.parametrize("kwargs, says", [
-    (dict(top_k=0), "top_k must be at least 1"),
-    (dict(budget=0, min_worlds=0), "budget and min_worlds must be at least 1"),
-    (dict(budget=2, min_worlds=0), "budget and min_worlds must be at least 1"),
+    (dict(top_k=0), "top_k must be a whole number of at least 1"),
+    (dict(budget=0, min_worlds=0), "budget must be a whole number of at least 1"),
+    (dict(budget=2, min_worlds=0), "min_worlds must be a whole number of at least 1"),
     (dict(margin=float("nan")), "margin must be a number of round points >= 0"),
     (dict(margin=-0.1), "margin must be a number of round points >= 0"),
+    (dict(budget="10"), "budget must be a whole number of at least 1"),
+    (dict(budget=2.5), "budget must be a whole number of at least 1"),
+    (dict(budget=True), "budget must be a whole number of at least 1"),
+    (dict(top_k=None), "top_k must be a whole number of at least 1"),
+    (dict(margin="x"), "margin must be a number of round points >= 0"),
+    (dict(policy="bots/ppo_vec_culo_expert"), "policy must be a loaded bundle"),
 ])
 def test_mc_rejects_settings_that_search_nothing(kwargs, says):
-    """Zero sampled deals divided by zero in the middle of a match (or searched nothing)."""
+    """Zero sampled deals divided by zero in the middle of a match (or searched nothing);
+    a setting of another type failed with a TypeError that named nothing."""
     with pytest.raises(ValueError, match=says):
         MCAgent(**kwargs)
 

@@ -424,3 +424,57 @@ def test_a_card_handed_back_in_the_exchange_is_not_pinned_on_the_partner():
             ks[g.current].note_action(a)
         g.step(a)
     assert handed_back
+
+
+@pytest.mark.parametrize("overrides, says", [
+    ({"endgame_cards": "16"}, "endgame_cards='16' is not allowed; it must be a whole number"),
+    ({"threat_follow": "bogus"}, "threat_follow='bogus' is not allowed; it must be one of off, "
+                                 "win, any"),
+    ({"conserve": 1}, "conserve=1 is not allowed; it must be True or False"),
+    ({"pair_bonus": float("nan")}, "pair_bonus=nan is not allowed; it must be a finite number"),
+])
+def test_expert_parameters_are_checked_when_made_not_mid_game(overrides, says):
+    with pytest.raises(ValueError, match=re.escape(says)):
+        ExpertAgent(**overrides)
+    ExpertAgent(endgame_cards=np.int64(10), pair_bonus=np.float32(0.5))
+
+
+def test_mc_with_a_policy_plays_without_reset():
+    """reset() is optional in the agent protocol; the policy's encoder was made only there."""
+    from pathlib import Path
+
+    from agents.bundle import load_bundle
+
+    bundle = load_bundle(Path(__file__).resolve().parents[1] / "bots" / "ppo_vec_culo_expert")
+    bot = MCAgent(policy=bundle, budget=4, min_worlds=2)
+    game = Game(make_rules("culo", 4), seed=3, auto_pass=True)
+    encoder = Encoder(game.R)
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        seat = game.current
+        obs = observation_of(game, encoder, seat)
+        action = bot.act(obs, public_view(game, seat)) if seat == 0 else \
+            int(rng.choice(game.legal_actions()))
+        game.step(action)
+
+
+def test_knowledge_without_reset_follows_any_change_of_the_rules_or_seat():
+    """Knowledge re-read the rules without reset() only when the table size or rank order
+    changed: expert last reset for culo, then shown culo without no_finish_on_top, passed
+    where it could go out with a lone ace."""
+    rules = make_rules("culo", 4, no_finish_on_top=False)
+    game = Game(rules, seed=1, auto_pass=True)
+    encoder = Encoder(game.R)
+    k = Knowledge()
+    k.reset(make_rules("culo", 4).to_dict(), 0)
+    k.update(public_view(game, 0), observation_of(game, encoder, 0))
+    assert k.rules == rules
+    k.taken, k.laid = 5, {6}  # what seat 0 did with the left-over cards this round
+    k.update(public_view(game, 2), observation_of(game, encoder, 2))
+    assert k.seat == 2 and k.taken is None and k.laid == set()
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_play_match_counts_the_agents_first(n):
+    with pytest.raises(ValueError, match=f"^{n} agents for 4 seats; give one agent per seat"):
+        play_match("culo", ["random"] * n, seed=1)
