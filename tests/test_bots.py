@@ -392,8 +392,15 @@ def test_ladder_random_greedy_expert(preset):
 
 
 def test_play_match_takes_agent_specs():
-    game = play_match("culo", ["expert", GreedyAgent(), "random", "greedy"], seed=3)
-    assert game.is_over
+    """Specs play as the agents they name: the same match as with those agents given."""
+    specs = play_match("culo", ["expert", GreedyAgent(), "random", "greedy"], seed=3,
+                       record=True)
+    objects = play_match("culo", [ExpertAgent(), GreedyAgent(), RandomAgent(), GreedyAgent()],
+                         seed=3, record=True)
+    assert specs.is_over and specs.events[1:] == objects.events[1:]
+    greedy_for_random = play_match("culo", ["expert", GreedyAgent(), "greedy", "greedy"],
+                                   seed=3, record=True)
+    assert greedy_for_random.events[1:] != specs.events[1:]  # the comparison can tell
 
 
 def test_play_match_records_name_every_seats_agent():

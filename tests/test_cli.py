@@ -322,16 +322,30 @@ def test_replay_corrupted_play_exits_1_naming_the_line(tmp_path, record):
 
 
 def test_replay_illegal_equal_rank_play(tmp_path, record):
+    """A follower's play replaced by a card it holds of the rank on the table: refused because
+    equal is never enough (not for a card it never held, which the card's choice must rule
+    out)."""
     events = events_of(record)
-    # A follower's play replaced by a card of the rank on the table: equal is never enough.
-    i = next(k for k in range(2, len(events)) if events[k]["event"] == "play"
-             and events[k - 1]["event"] == "play" and len(events[k - 1]["cards"]) == 1)
-    rank = events[i - 1]["cards"][0][0]
-    same = [r + s for r in rank for s in "CSHD" if r + s != events[i - 1]["cards"][0]]
-    events[i] = {"event": "play", "player": events[i]["player"], "cards": same[:1]}
+    held = {p: set(cards) for p, cards in events[1]["hands"].items()}  # round 1: no exchange
+    same: list[str] = []
+    for i in range(2, len(events)):
+        e, before = events[i], events[i - 1]
+        if e["event"] == "round_end":
+            break
+        if e["event"] == "play":
+            if before["event"] == "play" and len(before["cards"]) == 1:
+                rank = before["cards"][0][0]
+                same = sorted(c for c in held[e["player"]] if c[0] == rank)
+                if same:
+                    break
+            held[e["player"]] -= set(e["cards"])
+    else:
+        pytest.fail("no follower held a card of the rank on the table")
+    assert e["event"] == "play" and same, "the record's first round never offers the case"
+    events[i] = {"event": "play", "player": e["player"], "cards": same[:1]}
     bad = tmp_path / "equal.jsonl"
     bad.write_text("".join(json.dumps(e) + "\n" for e in events))
-    failed(cli("replay", str(bad)), 1, f"{bad}:{i + 1}:")
+    failed(cli("replay", str(bad)), 1, f"{bad}:{i + 1}:", "equal is never enough")
 
 
 @pytest.mark.parametrize("content,words", [

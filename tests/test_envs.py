@@ -408,9 +408,11 @@ def test_single_seat_opponent_specs():
         return int(np.flatnonzero(observation["action_mask"])[0])
 
     env = SingleSeatEnv(rules="culo", num_players=4, seat=0,
-                        opponents=["random", lowest, "agents.random_agent:RandomAgent"],
+                        opponents=["greedy", lowest, "agents.random_agent:RandomAgent"],
                         rounds=1)
     env.reset(seed=4)
+    assert [type(a).__name__ for a in env.opponents] == ["GreedyAgent", "CallableAgent",
+                                                         "RandomAgent"]
     done = False
     while not done:
         _, _, done, _, _ = env.step(int(np.flatnonzero(env.action_masks())[0]))
