@@ -429,6 +429,20 @@ def test_bfloat16_on_a_cpu_without_its_products_is_told(tmp_path, flags, slow):
                                         str(cpuinfo))
 
 
+@pytest.mark.parametrize("native", [False, True])
+def test_bfloat16_on_a_gpu_that_only_emulates_it_is_told(monkeypatch, native):
+    import torch
+
+    from train import ppo_vec
+
+    asked = []
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported",
+                        lambda including_emulation=True: asked.append(including_emulation)
+                        or native)
+    nets = ppo_vec.Nets(None, None, False, "relu", bfloat16=True)
+    assert ppo_vec.bfloat16_is_slow(nets, "cuda") is not native and asked == [False]
+
+
 # -- the league's snapshots and sampling ------------------------------------------------------
 
 def test_snapshots_of_the_latest_checkpoint_survive_until_the_next(tmp_path):

@@ -417,15 +417,21 @@ BFLOAT16_FLAGS = ("avx512_bf16", "amx_bf16")
 back around every product, and ``vec.bfloat16`` makes a run slower."""
 
 
-SLOW_BFLOAT16 = (f"note: vec.bfloat16 on a CPU with none of {', '.join(BFLOAT16_FLAGS)}: "
+SLOW_BFLOAT16 = ("note: vec.bfloat16 on a device without bfloat16 products (an x86 CPU with "
+                 f"none of {', '.join(BFLOAT16_FLAGS)}, a GPU older than NVIDIA's Ampere): "
                  "several times slower than float32 here")
 
 
 def bfloat16_is_slow(nets: Nets, device, cpuinfo: str = "/proc/cpuinfo") -> bool:
-    """``vec.bfloat16`` on an x86 CPU without :data:`BFLOAT16_FLAGS` (told where its flags
-    can be read: Linux)."""
+    """``vec.bfloat16`` on a CUDA device that only emulates bfloat16, or on an x86 CPU
+    without :data:`BFLOAT16_FLAGS` (told where its flags can be read: Linux)."""
     import torch
-    if not nets.bfloat16 or torch.device(device).type != "cpu":
+    device = torch.device(device)
+    if not nets.bfloat16:
+        return False
+    if device.type == "cuda":
+        return not torch.cuda.is_bf16_supported(including_emulation=False)
+    if device.type != "cpu":
         return False
     try:
         words = set(Path(cpuinfo).read_text().split())
