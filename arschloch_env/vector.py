@@ -74,7 +74,7 @@ from arschloch_env.actions import ActionCodec
 from arschloch_env.cards import SUITS
 from arschloch_env.engine import IllegalActionError, player_name
 from arschloch_env.observation import Layout, TITLE_INDEX
-from arschloch_env.records import RecordWriter
+from arschloch_env.records import RecordWriter, RefusesCopyWhileRecording
 from arschloch_env.rules import Rules, is_integer, make_rules, players_or_default
 
 REWARD_MODES = ("place", "points")
@@ -117,7 +117,7 @@ def check_seed(seed: Any, num_games: int) -> None:
                          f"integers below 2**63 (one series seed per game), got {seed!r:.80}")
 
 
-class VectorGame:
+class VectorGame(RefusesCopyWhileRecording):
     """B matches of Arschloch under one rules object, stepped together.
 
     Args:
@@ -173,10 +173,7 @@ class VectorGame:
         self._all = np.ones(B, np.uint8)
         threads = min(threads, B)
         self._blocks = [(int(b[0]), int(b[-1]) + 1) for b in np.array_split(np.arange(B), threads)]
-        self._pool = None
-        if threads > 1:
-            from concurrent.futures import ThreadPoolExecutor
-            self._pool = ThreadPoolExecutor(threads - 1, thread_name_prefix="vectorgame")
+        self._pool = self._worker_threads()
 
     # -- set-up -------------------------------------------------------------------------------
 
@@ -434,6 +431,22 @@ class VectorGame:
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
+
+    def _worker_threads(self):
+        """The pool that runs every block of games but the first (None for one block)."""
+        if len(self._blocks) == 1:
+            return None
+        from concurrent.futures import ThreadPoolExecutor
+        return ThreadPoolExecutor(len(self._blocks) - 1, thread_name_prefix="vectorgame")
+
+    def __getstate__(self) -> dict:
+        # threads are no state: a copy (pickle, deepcopy) starts its own
+        return {**self.__dict__, "_pool": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if not self._closed:
+            self._pool = self._worker_threads()
 
     def _check_open(self) -> None:
         if self._closed:

@@ -216,6 +216,8 @@ class ArschlochVecEnv(VecEnv):
         self._next_seed = None
         self._actions: np.ndarray | None = None
         self._broken: str | None = None  # an opponent's error, until the next reset()
+        self._obs: np.ndarray | None = None  # the learner's, from reset() on
+        self._mask: np.ndarray | None = None
         low, high = observation_bounds(Encoder(self.game.R), self.rules)
         super().__init__(num_envs, spaces.Box(low=low, high=high, dtype=np.float32),
                          spaces.Discrete(self.game.num_actions))
@@ -231,7 +233,7 @@ class ArschlochVecEnv(VecEnv):
             self._seat_rng = np.random.default_rng(seed)
             self._reseed_opponent(seed)
         obs, mask = self.game.reset(seed=seed)
-        self._broken = None
+        self._broken, self._actions = None, None
         self.seats = self._draw_seats(self.num_envs)
         self._start_mirrors(self._rows)
         self._carry[:] = 0.0
@@ -260,6 +262,7 @@ class ArschlochVecEnv(VecEnv):
         self._actions = a.reshape(n)
 
     def step_wait(self):
+        self._check_reset("step()")
         if self._actions is None:
             raise RuntimeError("call step_async() before step_wait()")
         if self._broken is not None:
@@ -299,7 +302,12 @@ class ArschlochVecEnv(VecEnv):
 
     def action_masks(self) -> np.ndarray:
         """bool [num_envs, A]: the learner's legal actions in every game."""
+        self._check_reset("action_masks()")
         return self._mask.astype(bool)
+
+    def _check_reset(self, what: str) -> None:
+        if self._mask is None:
+            raise RuntimeError(f"call reset() before {what}")
 
     def get_attr(self, attr_name: str, indices=None) -> list[Any]:
         """Per game: a row of the per-game arrays (``seats``), else the env's one value."""

@@ -921,3 +921,46 @@ def test_vec_env_takes_a_bundle_path_as_a_path(tmp_path):
     assert isinstance(env.opponent, SharedOpponent)
     env.reset()
     env.step(env.action_masks().argmax(axis=1))
+
+
+def test_a_threaded_vectorgame_copies_and_plays_on_as_the_original():
+    """Its worker threads are no state: pickle and deepcopy refused them (a thread queue)."""
+    import copy as copying
+
+    vg = VectorGame("culo", 4, 5, seed=1, threads=2)
+    vg.reset()
+    copies = [pickle.loads(pickle.dumps(vg)), copying.deepcopy(vg)]
+    for _ in range(120):
+        actions = vg.sample_actions()
+        expected = [a.copy() for a in vg.step(actions)]
+        for other in copies:
+            for got, want in zip(other.step(actions), expected):
+                np.testing.assert_array_equal(got, want)
+    for g in (vg, *copies):
+        g.close()
+
+
+def test_a_recording_vectorgame_refuses_a_shallow_copy_too(tmp_path):
+    """copy.copy shared the record writer; the copy failed at its next match end, its games
+    already stepped, once the original had closed the file."""
+    import copy as copying
+
+    vg = VectorGame("culo", 4, 2, seed=0, record_path=str(tmp_path / "r.jsonl"),
+                    record_games=[0], rounds=1)
+    vg.reset()
+    for make_copy in (copying.copy, copying.deepcopy, lambda g: pickle.dumps(g)):
+        with pytest.raises(TypeError, match="cannot be copied or pickled"):
+            make_copy(vg)
+    vg.close()
+
+
+def test_vec_env_before_reset_says_to_reset():
+    from arschloch_env.vector_env import ArschlochVecEnv
+    env = ArschlochVecEnv("culo", 4, num_envs=3, seed=0)
+    with pytest.raises(RuntimeError, match=r"^call reset\(\) before action_masks\(\)"):
+        env.action_masks()
+    with pytest.raises(RuntimeError, match=r"^call reset\(\) before step\(\)"):
+        env.step(np.zeros(3, np.int64))
+    env.reset()
+    assert env.action_masks().shape == (3, env.game.num_actions)
+    env.close()
