@@ -624,8 +624,8 @@ def add_parser(sub) -> None:
 def _cmd_play(args: argparse.Namespace) -> int:
     from agents.base import agent_label, make_agent, resolve_agents
     from arschloch_env.cli import (
-        EXIT_INTERRUPTED, CliError, check_support, input_paths, interruption, match_seed,
-        open_record, overrides_from_args, rules_from_args,
+        EXIT_INTERRUPTED, CliError, check_support, input_paths, interrupt_deferred,
+        interruption, match_seed, open_record, overrides_from_args, rules_from_args,
     )
     from arschloch_env.rules import make_rules_for_seats
 
@@ -674,9 +674,10 @@ def _cmd_play(args: argparse.Namespace) -> int:
                     print(f"\n== match {k + 1} of {args.matches} ==")
                 game = play_terminal(rules, bots, labels, args.seat, match_seed(seed, k), k,
                                      human)
-                finished += 1
-                if writer is not None:
-                    writer.write_match(game.events)
+                with interrupt_deferred():  # the count and the record agree
+                    finished += 1
+                    if writer is not None:
+                        writer.write_match(game.events)
         except QuitGame:
             print("\nyou left the game")
         except KeyboardInterrupt:

@@ -27,8 +27,8 @@ class AgentFailed(RuntimeError):
 
 
 class WorkerDied(RuntimeError):
-    """A process playing games for a tournament ended in the middle of it (a bot's crash, a
-    signal): its deal would never be answered."""
+    """A worker process (a tournament's games, a training run's environments) ended in the
+    middle of the work: a bot's crash, a signal, the system."""
 
 
 def observation_of(game: Game, encoder: Encoder, seat: int) -> dict:

@@ -117,6 +117,25 @@ _stopped_by: list[int] = []  # the stop signal that interrupted this command, if
 
 
 @contextlib.contextmanager
+def interrupt_deferred():
+    """Ctrl-C, SIGTERM or SIGHUP inside the block takes effect when it ends (the main thread's
+    handler of that signal runs then, whatever it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, frame: caught.append(signum))
+                for s in (signal.SIGINT, *STOP_SIGNALS)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if caught:
+            signal.raise_signal(caught[0])
+
+
+@contextlib.contextmanager
 def stopping_as_on_ctrl_c():
     """Within the block, SIGTERM and SIGHUP raise KeyboardInterrupt in this process, so that
     what a command keeps on Ctrl-C (the finished matches of a record, the finished deals of a
@@ -280,9 +299,12 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
                           leave=False):
                 game = play_match(rules, agents, seed=match_seed(args.seed, i), match_index=i,
                                   record=writer is not None, labels=labels)
-                if writer is not None:  # first: the summary never counts an unwritten match
-                    writer.write_match(game.events)
-                stats.add(game)
+                # a Ctrl-C waits until the match is written and counted, so the record and
+                # the summary agree
+                with interrupt_deferred():
+                    if writer is not None:
+                        writer.write_match(game.events)
+                    stats.add(game)
         except KeyboardInterrupt:
             interrupted = True
             print(f"interrupted after {stats.matches} match(es)", file=sys.stderr)

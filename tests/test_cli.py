@@ -650,3 +650,26 @@ def test_the_sb3_vec_env_without_the_training_extra_says_what_to_install(monkeyp
                                                   r"install the training extra") as info:
         importlib.import_module("arschloch_env.vector_env")
     assert info.value.name == "stable_baselines3"  # the CLI's handler reads it
+
+
+def test_a_ctrl_c_while_a_match_is_written_waits_until_it_is_counted(tmp_path, monkeypatch,
+                                                                      capsys):
+    """The record held one match more than simulate's summary and its record line said,
+    when the Ctrl-C came after the match was written and before it was counted."""
+    from arschloch_env.cli import main
+    from arschloch_env.records import RecordWriter
+
+    write = RecordWriter.write_match
+
+    def write_then_ctrl_c(self, events):
+        write(self, events)
+        if self.matches == 2:
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(RecordWriter, "write_match", write_then_ctrl_c)
+    rec = tmp_path / "games.jsonl"
+    code = main(["simulate", "--matches", "10", "--set", "rounds=1", "--record", str(rec)])
+    out, err = capsys.readouterr()
+    assert code == 130
+    assert "interrupted after 2 match(es)" in err and f"record: {rec} (2 match(es))" in out
+    assert rec.read_text().count('"match_end"') == 2

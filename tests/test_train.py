@@ -1148,7 +1148,7 @@ def test_interrupted_message_names_the_way_on(tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_ctrl_c_or_a_stop_signal_waits_until_a_checkpoint_is_whole(sig):
     from arschloch_env.cli import stopping_as_on_ctrl_c
-    from train.sb3_trainer import interrupt_deferred
+    from arschloch_env.cli import interrupt_deferred
     done = []
     with stopping_as_on_ctrl_c(), pytest.raises(KeyboardInterrupt):
         with interrupt_deferred():

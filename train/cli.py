@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from arschloch_env.cli import (CliError, Interrupted, add_progress_args, add_rules_args,
@@ -90,7 +89,7 @@ def _cmd_curves(args: argparse.Namespace) -> int:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from train.config import ConfigError, load_config
-    from train.sb3_trainer import WorkerDied, load_run_config, train
+    from train.sb3_trainer import load_run_config, train
 
     try:
         if args.resume:
@@ -114,9 +113,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
         final = train(cfg, run_dir, resume=args.resume, progress=args.progress)
     except ConfigError as exc:
         raise CliError(str(exc)) from None
-    except WorkerDied as exc:
-        print(f"arschloch train: {exc}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         raise Interrupted(interrupted_message(Path(run_dir))) from None
     print(f"run directory: {run_dir}\n  checkpoint: {final}\n  TensorBoard: tensorboard "

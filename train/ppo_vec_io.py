@@ -39,7 +39,8 @@ def save_checkpoint(run, name: str, payload: dict[str, Any], meta: dict[str, Any
     always agree."""
     import torch
 
-    from train.sb3_trainer import drop_metadata, interrupt_deferred
+    from arschloch_env.cli import interrupt_deferred
+    from train.sb3_trainer import drop_metadata
 
     final = run.checkpoints / f"{name}.pt"
     tmp = run.checkpoints / f"{name}.part.pt"

@@ -33,14 +33,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from arschloch_env.cli import STOP_SIGNALS
+from agents.runner import WorkerDied
+from arschloch_env.cli import interrupt_deferred
 from train.config import ConfigError, TrainConfig, resume_config
 from train.files import (fresh_directory, read_latest, read_run_json, write_atomic,
                          write_json_atomic)
@@ -256,25 +256,6 @@ class RunDir:
         return dest
 
 
-@contextlib.contextmanager
-def interrupt_deferred():
-    """Ctrl-C, SIGTERM or SIGHUP inside the block takes effect when it ends (the main thread's
-    handler of that signal runs then, whatever it is)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, frame: caught.append(signum))
-                for s in (signal.SIGINT, *STOP_SIGNALS)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-        if caught:
-            signal.raise_signal(caught[0])
-
-
 def resumed_logger(log_dir: Path, steps: int):
     """SB3's logger for a run resumed at ``steps``: TensorBoard in the run's folder, whose
     writer drops the points an interrupted attempt logged past that step (``purge_step``, as
@@ -379,10 +360,6 @@ def check_same_rules(cfg: TrainConfig, run_dir: Path, trained: Any = None) -> No
                           f"{what} {given}; the rules cannot change in a resumed run: "
                           f"{'' if preset else 'restore the file, or '}resume with --set "
                           f"rules={saved_path.resolve()}, or start a new run")
-
-
-class WorkerDied(RuntimeError):
-    """An environment worker process ended in the middle of training."""
 
 
 WORKER_GONE = (EOFError, BrokenPipeError, ConnectionResetError)
@@ -522,5 +499,5 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
     return final
 
 
-__all__ = ["RunDir", "WorkerDied", "code_version", "eval_players", "interrupt_deferred",
-           "load_run_config", "make_env", "make_model", "rules_for", "train"]
+__all__ = ["RunDir", "code_version", "eval_players", "load_run_config", "make_env",
+           "make_model", "rules_for", "train"]

@@ -59,7 +59,7 @@ from agents.base import (
     BUILTIN, AgentSpecError, agent_label, copy_agent, is_bundle_dir, make_agent,
 )
 from agents.runner import WorkerDied, play_match
-from arschloch_env.cli import match_seed, progress_bar, support_detail
+from arschloch_env.cli import interrupt_deferred, match_seed, progress_bar, support_detail
 from arschloch_env.rules import (
     Rules, RulesError, is_integer, make_rules, make_rules_for_seats,
 )
@@ -656,10 +656,11 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
                     done[block["deal"]] = block
                     bar.update(len(block["games"]))
                     while writer is not None and next_to_write in done:
-                        for events in done[next_to_write]["events"]:
-                            writer.write_match(events)
-                        done[next_to_write]["events"] = None
-                        next_to_write += 1
+                        with interrupt_deferred():  # a deal's games are written whole
+                            for events in done[next_to_write]["events"]:
+                                writer.write_match(events)
+                            done[next_to_write]["events"] = None
+                            next_to_write += 1
             except KeyboardInterrupt:
                 interrupted = True
             finally:
