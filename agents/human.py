@@ -455,6 +455,11 @@ class HumanAgent:
 
 # -- the terminal game ------------------------------------------------------------------------
 
+def _seat(player: str) -> int:
+    """The seat of a player name (``player_2`` -> 2)."""
+    return int(player.split("_")[1])
+
+
 def _name(seat: int, human: int, labels: list[str]) -> str:
     return "you" if seat == human else f"player_{seat} ({labels[seat]})"
 
@@ -503,7 +508,7 @@ def narrate(event: dict, human: int, labels: list[str],
     kind = event["event"]
 
     def who(key: str = "player") -> str:
-        return _name(int(event[key].split("_")[1]), human, labels)
+        return _name(_seat(event[key]), human, labels)
 
     def is_me(key: str) -> bool:
         return event[key] == f"player_{human}"
@@ -531,7 +536,7 @@ def narrate(event: dict, human: int, labels: list[str],
         return f"  {who()} {verb('player', 'pass', 'passes')}"
     if kind == "trick_end":
         line = f"  -- trick to {who('winner')}"
-        winner = int(event["winner"].split("_")[1])
+        winner = _seat(event["winner"])
         if hands is None or hands.get(event["winner"]):
             return line
         n = len(hands)  # out: the next player clockwise who still holds cards leads
@@ -552,7 +557,7 @@ def narrate(event: dict, human: int, labels: list[str],
     if kind == "round_end":
         rows = [f"\n== round {event['round']} over:"]
         for p, place in sorted(event["places"].items(), key=lambda kv: kv[1]):
-            s = int(p.split("_")[1])
+            s = _seat(p)
             rows.append(f"  {place}. player_{s:<2} {_table_name(s, human, labels):{NAME_WIDTH}} "
                         f"{event['titles'][p]:15} +{event['points'][p]} point(s), total "
                         f"{event['totals'][p]}")
@@ -560,7 +565,7 @@ def narrate(event: dict, human: int, labels: list[str],
             rows.append(f"  ({PRESIDENT_WINS})")
         return "\n".join(rows)
     if kind == "match_end":
-        names = ", ".join(_name(int(w.split("_")[1]), human, labels) for w in event["winners"])
+        names = ", ".join(_name(_seat(w), human, labels) for w in event["winners"])
         why = ", the President of the last round" if winner == "president" else ""
         return f"\n== match over: winner(s) {names}{why}"
     return None

@@ -31,11 +31,13 @@ def load_yaml(text: str) -> Any:
 
 
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    twice = sorted({k for k in keys if keys.count(k) > 1})
-    if twice:
-        raise ValueError(f"found the key {twice[0]!r} twice; give each key once")
-    return dict(pairs)
+    # called for every object of every record line: the common case costs one dict
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"found the key {twice!r} twice; give each key once")
+    return out
 
 
 def load_json(text: str) -> Any:
