@@ -76,8 +76,8 @@ from train.files import read_latest, read_run_json
 from train.league import League
 from train.ppo_vec_io import init_checkpoint, load_checkpoint, load_state
 from train.ppo_vec_seats import (
-    CURRENT, LOGP_FLOOR, NEG, SNAPSHOT, SnapshotPool, Table, bool_tensor, is_policy_file,
-    sample_masked, snapshot_actions,
+    CURRENT, LOGP_FLOOR, SNAPSHOT, SnapshotPool, Table, bool_tensor, is_policy_file,
+    masked_log_softmax, sample_masked, snapshot_actions,
 )
 
 
@@ -323,7 +323,8 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
         return torch.from_numpy(a.reshape(T * B, *a.shape[2:])).to(device)
 
     idx = torch.from_numpy(np.flatnonzero(valid.reshape(-1))).to(device)
-    obs, actions, legal = every_row(buf.obs), every_row(buf.action), every_row(buf.mask)
+    obs, actions = every_row(buf.obs), every_row(buf.action)
+    legal = every_row(buf.mask.view(np.bool_))
     critic_in = every_row(buf.state) if nets.critic_state else obs
     old_logp, old_value = every_row(buf.logp), every_row(buf.value)
     advantages = every_row(adv)
@@ -340,12 +341,11 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
         for start in range(0, N, size):
             mb = idx[perm[start:start + size]]
             take = partial(torch.index_select, dim=0, index=mb)
-            x, mb_legal = take(obs), take(legal).float()
+            x, mb_legal = take(obs), take(legal)
             c = take(critic_in) if nets.critic_state else x
             with nets.autocast(device):
                 logits, value = nets.actor(x).float(), nets.critic(c)[:, 0].float()
-            illegal_bias = (1.0 - mb_legal) * NEG  # added to the logits: the masked logits
-            logp_all = torch.log_softmax(logits + illegal_bias, dim=-1)
+            logp_all = masked_log_softmax(logits, mb_legal)
             new_logp = logp_all.gather(1, take(actions)[:, None])[:, 0]
             floored = logp_all.clamp(min=LOGP_FLOOR)
             entropy = -(floored.exp() * floored * mb_legal).sum(-1).mean()

@@ -60,6 +60,13 @@ LOGP_FLOOR = -80.0
 here (and masked), which changes nothing a float32 sum can see."""
 
 
+def masked_log_softmax(logits, mask):
+    """Log-probabilities over the legal actions (``mask``: bool); an illegal one's is NEG or
+    less, its probability exactly 0, and so is the gradient its logit gets."""
+    import torch
+    return torch.log_softmax(torch.where(mask, logits, NEG), dim=-1)
+
+
 def sample_masked(logits, mask, generator):
     """Samples one legal action per row; returns (actions, log-probabilities).
 
@@ -68,7 +75,7 @@ def sample_masked(logits, mask, generator):
     has a positive probability: it is legal."""
     import torch
 
-    logp_all = torch.log_softmax(torch.where(mask, logits, NEG), dim=-1)
+    logp_all = masked_log_softmax(logits, mask)
     cdf = (logp_all.clamp(min=LOGP_FLOOR).exp_() * mask).cumsum_(dim=-1)
     # drawn where the generator is (the CPU), so a run on CUDA samples the CPU run's uniforms
     u = torch.rand((len(cdf), 1), generator=generator).to(cdf.device)
@@ -359,5 +366,6 @@ class Table:
 
 
 __all__ = ["AGENT", "CURRENT", "LEARNER", "RANDOM", "SNAPSHOT", "SnapshotPool",
-           "LOGP_FLOOR", "NEG", "Table", "bool_tensor", "is_policy_file", "sample_masked",
+           "LOGP_FLOOR", "NEG", "Table", "bool_tensor", "is_policy_file", "masked_log_softmax",
+           "sample_masked",
            "snapshot_actions"]
