@@ -1,12 +1,14 @@
 """Game records as JSON Lines (INTERFACES.md "Game records"), written atomically.
 
-A writer streams whole matches into ``<name>.<random>.part`` beside the target (its own: two
-runs given one record path each write a whole record, the last to finish under the name) and
-renames it to the target on close, so a crash never leaves a half-written record behind the
-final name, and an interrupted run that is closed normally keeps every match that finished.
-A run in which no match finished leaves no file at all: an empty record is no game record.
-``--record`` replaces an earlier record or an empty file, never a file of another kind. A
-writer that was killed leaves its temporary, which the next writer of that record removes.
+A writer streams whole matches into ``<name>.<random>.part`` beside the target and renames it
+to the target on close, so a crash never leaves a half-written record behind the final name,
+and an interrupted run that is closed normally keeps every match that finished. A run in which
+no match finished leaves no file at all: an empty record is no game record. ``--record``
+replaces an earlier record or an empty file, never a file of another kind. A record that
+another writer is still writing is refused (on POSIX, where a writer holds its temporary
+locked): the last to close would replace the other's matches, as when every worker of a
+vector env is given one record path. A writer that was killed leaves its temporary, which the
+next writer of that record removes.
 """
 
 from __future__ import annotations
@@ -70,20 +72,31 @@ ABANDONED_AFTER_S = 60
 """A temporary of a record this old that no writer holds was left by a killed one."""
 
 
-def _remove_abandoned(path: Path) -> None:
-    """Removes the temporaries of the record ``path`` left by writers that were killed (a
-    crash, SIGKILL): those no live writer holds locked. A young one may be a writer's that
-    has not locked it yet, and stays."""
+def _check_no_live_writer(path: Path) -> None:
+    """Refuses the record ``path`` while another writer writes it (holds its temporary
+    locked), and removes the temporaries left by writers that were killed (a crash, SIGKILL):
+    old ones that nobody holds. A young unlocked one may be a writer's that has not locked it
+    yet, and stays.
+
+    Raises:
+        ValueError: a live writer (in this process or another) writes ``path``.
+    """
     if fcntl is None:  # not POSIX: left for the user
         return
     for tmp in path.parent.glob(f"{glob.escape(path.name)}.*.part"):
         try:
-            if time.time() - tmp.stat().st_mtime < ABANDONED_AFTER_S:
-                continue
             with open(tmp, "rb") as fh:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                tmp.unlink()
-        except OSError:  # held by a live writer, or gone already
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise ValueError(
+                        f"record path {str(path)!r} is being written by another writer (a "
+                        f"run, an env or a game; its matches are in {tmp.name}), whose "
+                        f"matches this one would replace; give each its own file, or close "
+                        f"that one first") from None
+                if time.time() - tmp.stat().st_mtime >= ABANDONED_AFTER_S:
+                    tmp.unlink()
+        except OSError:  # renamed or removed meanwhile, or not ours to read
             continue
 
 
@@ -96,7 +109,7 @@ class RecordWriter:
         self._made = [d for d in (self.path.parent, *self.path.parent.parents)
                       if not d.exists()]
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _remove_abandoned(self.path)
+        _check_no_live_writer(self.path)
         fd, self.tmp = temporary_beside(self.path)
         if fcntl is not None:  # held while this writer lives: its file is not abandoned
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -143,20 +143,40 @@ def test_writer_is_atomic(tmp_path):
     w.close()                                             # closing twice is harmless
 
 
-def test_two_writers_of_one_record_each_leave_it_whole(tmp_path):
-    # two runs given the same --record: the last to finish has the name, neither loses a match
-    # to the other nor fails on close
+def test_a_record_that_another_writer_is_writing_is_refused(tmp_path):
+    # every worker of a vector env given one record path: the last to close would replace the
+    # others' matches; the second writer is refused instead, and the first loses nothing
     target = tmp_path / "games.jsonl"
-    a, b = RecordWriter(target), RecordWriter(target)
-    ga, gb = random_match("culo", 4, 1), random_match("tavern", 3, 2)
+    a = RecordWriter(target)
+    with pytest.raises(ValueError, match="being written by another writer.*give each its own file"):
+        RecordWriter(target)
+    ga = random_match("culo", 4, 1)
     a.write_match(ga.events)
-    b.write_match(gb.events)
-    a.write_match(ga.events)
-    b.close()
-    assert [json.loads(x) for x in target.read_text().splitlines()] == gb.events
     a.close()
-    assert [json.loads(x) for x in target.read_text().splitlines()] == ga.events + ga.events
+    assert [json.loads(x) for x in target.read_text().splitlines()] == ga.events
     assert list(tmp_path.iterdir()) == [target]
+    # closed, it is an earlier record the next writer replaces
+    gb = random_match("tavern", 3, 2)
+    with RecordWriter(target) as b:
+        b.write_match(gb.events)
+    assert [json.loads(x) for x in target.read_text().splitlines()] == gb.events
+
+
+def test_a_record_written_by_another_process_is_refused(tmp_path):
+    import subprocess
+    import sys
+    target = tmp_path / "games.jsonl"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from arschloch_env.records import RecordWriter; "
+         f"w = RecordWriter({str(target)!r}); print('open', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        with pytest.raises(ValueError, match="being written by another writer"):
+            RecordWriter(target)
+    finally:
+        holder.communicate("", timeout=60)
+    RecordWriter(target).close()  # the holder has gone: free again
 
 
 def test_writer_replaces_a_record_or_an_empty_file_and_nothing_else(tmp_path):
@@ -181,18 +201,16 @@ def test_a_writer_removes_the_temporaries_that_killed_writers_left(tmp_path):
     from arschloch_env.records import ABANDONED_AFTER_S
 
     target = tmp_path / "games.jsonl"
-    live = RecordWriter(target)  # holds its own, however old
     abandoned, young = tmp_path / "games.jsonl.k1ll3d.part", tmp_path / "games.jsonl.n3wb0rn.part"
     other = tmp_path / "other.jsonl.k1ll3d.part"  # another record's
     for path in (abandoned, young, other):
         path.write_text("{}\n")
     old = time.time() - ABANDONED_AFTER_S - 5
-    for path in (abandoned, other, live.tmp):
+    for path in (abandoned, other):
         os.utime(path, (old, old))
     with RecordWriter(target) as w:
         w.write_match(random_match("culo", 4, 1).events)
-    assert sorted(tmp_path.iterdir()) == sorted([target, young, other, live.tmp])
-    live.close()
+    assert sorted(tmp_path.iterdir()) == sorted([target, young, other])
 
 
 def test_writer_context_manager_and_directory(tmp_path):
