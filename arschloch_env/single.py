@@ -287,3 +287,12 @@ def _finite_reward(name: str, value: Any) -> float:
         raise ValueError(f"{name} {value!r} is not a reward; allowed: a finite number "
                          f"such as -0.1")
     return float(value)
+
+
+ENV_ID = "Arschloch-v0"
+"""The id :func:`gymnasium.make` knows :class:`SingleSeatEnv` by once this module is imported;
+``gymnasium.make("arschloch_env.single:Arschloch-v0", rules="tavern", num_players=4)`` imports
+it first (Gymnasium has no other way to find a package's envs)."""
+
+if ENV_ID not in gym.registry:
+    gym.register(id=ENV_ID, entry_point="arschloch_env.single:SingleSeatEnv")

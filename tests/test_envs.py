@@ -278,6 +278,37 @@ def test_gymnasium_check_env():
             check_env(env, skip_render_check=True)
 
 
+def test_gymnasium_make_and_make_vec_know_the_single_seat_env():
+    import contextlib
+    import io
+
+    from gymnasium.utils.env_checker import check_env
+    env_id = "arschloch_env.single:Arschloch-v0"
+    env = gymnasium.make(env_id, rules="tavern", num_players=4, seat=1, rounds=1)
+    game = env.unwrapped
+    assert isinstance(game, SingleSeatEnv) and game.rules.num_players == 4 and game.fixed_seat == 1
+    assert env.spec.id == "Arschloch-v0"
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        check_env(game)  # with a spec: its render modes are made and checked too
+    obs, info = env.reset(seed=3)
+    assert np.array_equal(env.get_wrapper_attr("action_masks")(), info["action_mask"] == 1)
+    vec = gymnasium.make_vec(env_id, num_envs=2, rules="culo", num_players=4,
+                             mask_in_observation=False)
+    try:
+        obs, _ = vec.reset(seed=1)
+        assert obs.shape == (2, *vec.single_observation_space.shape) and obs.ndim == 2
+        ended = 0
+        for _ in range(200):
+            masks = vec.call("action_masks")  # none legal in an episode's end, before reset
+            obs, reward, terminated, truncated, info = vec.step(
+                [(np.flatnonzero(m).tolist() or [0])[0] for m in masks])
+            ended += int(terminated.sum())
+        assert ended >= 2
+    finally:
+        vec.close()
+
+
 def test_single_seat_observation_carries_the_mask():
     """INTERFACES.md: the observation carries an int8 action_mask (Gymnasium's
     sample(mask) takes it); mask_in_observation=False gives the vector alone, for SB3."""
