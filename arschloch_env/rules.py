@@ -396,10 +396,11 @@ def load_rules_file(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise RulesError(f"rules file {str(p)!r} cannot be read as UTF-8 text: {exc}") from None
     try:
-        from arschloch_env.unique_keys import load_json, load_yaml
+        from arschloch_env.unique_keys import load_json, load_yaml, yaml_error_line
         data = load_json(text) if p.suffix == ".json" else load_yaml(text)
     except Exception as exc:  # noqa: BLE001 - any parse error becomes one clear message
-        raise RulesError(f"rules file {str(p)!r} cannot be parsed: {exc}") from None
+        raise RulesError(f"rules file {str(p)!r} cannot be parsed: "
+                         f"{yaml_error_line(exc)}") from None
     if not isinstance(data, dict):
         raise RulesError(f"rules file {str(p)!r} must hold a mapping of field names to values")
     return data

@@ -30,6 +30,16 @@ def load_yaml(text: str) -> Any:
     return yaml.load(text, UniqueKeyLoader)
 
 
+def yaml_error_line(exc: Exception) -> str:
+    """A YAML error on one line: what is wrong, and where (PyYAML's own text spans several
+    lines and names the file ``"<unicode string>"``)."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+        mark = exc.problem_mark
+        return exc.problem + (f" (line {mark.line + 1}, column {mark.column + 1})" if mark
+                              else "")
+    return " ".join(str(exc).split())
+
+
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     # called for every object of every record line: the common case costs one dict
     out = dict(pairs)
@@ -45,4 +55,4 @@ def load_json(text: str) -> Any:
     return json.loads(text, object_pairs_hook=_unique_pairs)
 
 
-__all__ = ["UniqueKeyLoader", "load_json", "load_yaml"]
+__all__ = ["UniqueKeyLoader", "load_json", "load_yaml", "yaml_error_line"]

@@ -120,6 +120,17 @@ def test_a_key_given_twice_is_refused_in_configs_and_rules_files(tmp_path):
     for name in ("rules.yaml", "rules.json"):
         with pytest.raises(RulesError, match="found the key 'rounds' twice"):
             make_rules(str(tmp_path / name))
+    # ... in --set values, and in a run's config.yaml read on resuming
+    with pytest.raises(ConfigError, match="found the key 'current' twice"):
+        load_config(None, ["vec.mix={current: 1, current: 2}"])
+    from train.sb3_trainer import load_run_config
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "config.yaml").write_text("algo: ppo-vec\nalgo: ppo\n")
+    with pytest.raises(ConfigError, match=r"damaged: found the key 'algo' twice; give each "
+                                          r"key once \(line 2, column 1\)$"):  # one line
+        load_run_config(tmp_path / "run")
+    with pytest.raises(ConfigError, match="no key before '='"):
+        load_config(None, ["=5"])
 
 
 def test_a_config_that_yaml_reads_oddly_is_a_clean_error(tmp_path):
@@ -1118,6 +1129,36 @@ def test_a_second_trainer_on_a_run_is_refused_and_moves_nothing(tmp_path):
     assert "in use by another arschloch train" in res.stderr and "Traceback" not in res.stderr
     assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
     assert (run / "checkpoints" / "best.zip").read_bytes() == best
+
+
+def test_train_refuses_a_folder_that_is_not_a_run_and_writes_nothing_there(tmp_path):
+    mine = tmp_path / "mine"  # a config beside the rules it was made for, in a folder of one's own
+    mine.mkdir()
+    (mine / "config.yaml").write_text("# my commented config\n" + SMOKE.read_text())
+    (mine / "rules.json").write_text('{"preset": "mine"}')
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("train a bot\n")
+    for run, names in ((mine, "config.yaml, rules.json"), (notes, "todo.txt")):
+        before = {p.name: p.read_bytes() for p in run.iterdir()}
+        res = cli("train", "--config", SMOKE, "--run-dir", run, "--no-progress")
+        assert res.returncode == 2, res.stderr[-2000:]
+        assert f"holds files that are not a run's ({names})" in res.stderr
+        assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+
+
+def test_a_run_that_lost_its_latest_json_is_refused_not_started_over(tmp_path, smoke_run):
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(smoke_run, run)
+    newest = max(p.name for p in (run / "checkpoints").glob("step_*"))
+    (run / "latest.json").unlink()
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    for args in (["--resume"], ["--config", SMOKE]):
+        res = cli("train", "--run-dir", run, "--no-progress", *args)
+        assert res.returncode == 2, res.stderr[-2000:]
+        assert f"has checkpoints (the newest: {newest}) but no latest.json" in res.stderr
+        assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
 
 
 def test_resume_of_no_run_says_how_to_start_one(tmp_path):

@@ -15,7 +15,7 @@ from typing import Any, get_args, get_origin, get_type_hints
 
 import yaml
 
-from arschloch_env.unique_keys import load_yaml
+from arschloch_env.unique_keys import load_yaml, yaml_error_line
 
 
 class ConfigError(ValueError):
@@ -268,7 +268,8 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConf
         try:
             data = load_yaml(p.read_text(encoding="utf-8")) or {}
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"config file {str(p)!r} is not valid YAML: {exc}") from None
+            raise ConfigError(f"config file {str(p)!r} is not valid YAML: "
+                              f"{yaml_error_line(exc)}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"config file {str(p)!r} must hold a mapping")
     for text in overrides:
@@ -366,6 +367,9 @@ def apply_override(data: dict[str, Any], text: str) -> None:
     if "=" not in text:
         raise ConfigError(f"--set {text!r}: expected key=value, e.g. total_steps=10000")
     key, raw = text.split("=", 1)
+    if not key.strip():
+        raise ConfigError(f"--set {text!r}: no key before '='; expected key=value, e.g. "
+                          f"total_steps=10000")
     parts = key.strip().split(".")
     node: Any = data
     default: Any = TrainConfig().to_dict()
@@ -376,9 +380,10 @@ def apply_override(data: dict[str, Any], text: str) -> None:
         if not isinstance(node, dict):
             raise ConfigError(f"--set {text!r}: {part!r} is not a section")
     try:
-        node[parts[-1]] = yaml.safe_load(raw) if raw.strip() else None
+        node[parts[-1]] = load_yaml(raw) if raw.strip() else None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"--set {text!r}: cannot parse the value: {exc}") from None
+        raise ConfigError(f"--set {text!r}: cannot parse the value: "
+                          f"{yaml_error_line(exc)}") from None
 
 
 def check_mix(key: str, mix: dict[str, float]) -> None:

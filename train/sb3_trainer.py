@@ -41,6 +41,7 @@ import yaml
 
 from agents.runner import WorkerDied
 from arschloch_env.cli import interrupt_deferred
+from arschloch_env.unique_keys import load_yaml, yaml_error_line
 from train.config import ConfigError, TrainConfig, resume_config
 from train.files import (fresh_directory, read_latest, read_run_json, write_atomic,
                          write_json_atomic)
@@ -215,6 +216,36 @@ class RunDir:
                 return False
         return True
 
+    def refuse_unless_a_run(self) -> None:
+        """Before a run without ``latest.json`` starts in this directory (over, or anew):
+        refuses one whose checkpoints lost their ``latest.json`` (starting over would drop
+        them), and one that holds files no run writes, or a config or rules file without the
+        folders a run makes with them (the run would write over them).
+
+        Raises:
+            ConfigError: naming what is there.
+        """
+        if not self.root.is_dir() or self.latest.is_file():
+            return
+        steps = sorted(self.checkpoints.glob("step_*")) if self.checkpoints.is_dir() else []
+        if steps:
+            raise ConfigError(
+                f"run directory {self.root} has checkpoints (the newest: {steps[-1].name}) but "
+                f"no latest.json, which names the one to continue from; put it back, or give "
+                f"a new run a --run-dir of its own")
+        own = {*self.OWN, self.LOCK, self.SET_ASIDE}
+        foreign = sorted(p.name for p in self.root.iterdir()
+                         if p.name not in own and not p.name.endswith(self.UNFINISHED))
+        if not foreign and not self.checkpoints.is_dir():
+            foreign = [name for name in ("config.yaml", "rules.json")
+                       if (self.root / name).exists()]
+        if foreign:
+            raise ConfigError(
+                f"run directory {self.root} holds files that are not a run's "
+                f"({', '.join(foreign[:5])}{', ...' if len(foreign) > 5 else ''}), which the "
+                f"run would mix with its own or write over; give it a --run-dir of its own "
+                f"(new or empty)")
+
     def _attempt_folder(self) -> Path:
         """A new ``earlier_attempts/<time>/`` for what an attempt left."""
         return fresh_directory(self.root / self.SET_ASIDE / time.strftime("%Y%m%d-%H%M%S"))
@@ -292,9 +323,9 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
         raise ConfigError(f"{run_dir} is not a run directory (no config.yaml); start a run "
                           f"there with arschloch train --config FILE --run-dir {run_dir}")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
-        raise ConfigError(f"{path} is damaged: {exc}") from None
+        raise ConfigError(f"{path} is damaged: {yaml_error_line(exc)}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} is damaged: it holds {type(data).__name__}, not the run's "
                           f"config mapping")
@@ -394,6 +425,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     if (run.root / "manifest.json").is_file():  # its files would be mixed with the run's
         raise ConfigError(f"run directory {run.root} holds a bot bundle (manifest.json); give "
                           f"the run a folder of its own (--run-dir)")
+    run.refuse_unless_a_run()
     with run.lock():
         if not run.latest.is_file():
             # An attempt stopped before its first checkpoint left nothing to resume from, but
