@@ -934,12 +934,14 @@ def test_resume_from_a_damaged_checkpoint_names_it(small_run, tmp_path):
     shutil.copytree(small_run, run)
     latest = json.loads((run / "latest.json").read_text())
     (run / latest["checkpoint"]).write_bytes(b"garbage")
+    config = (run / "config.yaml").read_text()
     res = cli("train", "--run-dir", str(run), "--resume", "--no-progress", "--set",
               f"total_steps={latest['steps'] + 10000}")
     assert res.returncode == 2, res.stderr[-2000:]
     assert (f"--resume: {run / latest['checkpoint']}: cannot be loaded (damaged, or not a "
             f"ppo-vec checkpoint: UnpicklingError)") in res.stderr
     assert "Traceback" not in res.stderr
+    assert (run / "config.yaml").read_text() == config  # as it was: its --config still fits
 
 
 @pytest.mark.parametrize("content, says", [

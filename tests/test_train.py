@@ -1313,11 +1313,14 @@ def test_resume_from_a_damaged_checkpoint_names_it(smoke_run, tmp_path):
     shutil.copytree(smoke_run, run)
     latest = json.loads((run / "latest.json").read_text())
     (run / latest["checkpoint"]).write_bytes(b"garbage")
+    config = (run / "config.yaml").read_text()
     res = cli("train", "--run-dir", run, "--resume", "--no-progress", "--set",
               f"total_steps={latest['steps'] + 2048}")
     assert res.returncode == 2, res.stderr[-2000:]
     assert f"--resume: {run / latest['checkpoint']} cannot be loaded" in res.stderr
     assert "Traceback" not in res.stderr
+    # the run's config is as it was: its --config still fits it
+    assert (run / "config.yaml").read_text() == config
 
 
 def test_resume_seats_the_checkpoints_weights_as_current(smoke_run, tmp_path, monkeypatch):

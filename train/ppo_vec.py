@@ -567,7 +567,6 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             state = load_checkpoint(run.root / latest["checkpoint"])
         except ValueError as exc:
             raise ConfigError(f"--resume: {exc}") from None
-        run.write_config(cfg)
     else:
         if cfg.init_from is not None:
             state = init_checkpoint(cfg)
@@ -582,6 +581,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             load_state(nets, optimizer, state)
         except ValueError as exc:
             raise ConfigError(f"{'--resume' if resume else 'init_from'}: {exc}") from None
+    if resume:  # with what --set changed, once the run has what it goes on from
+        run.write_config(cfg)
     book = Bookkeeper(cfg, run, league, meta, progress, policy_digests=digests)
     book.start(nets, steps)
     if bfloat16_is_slow(nets, device):

@@ -466,7 +466,6 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
     if resume:
         latest = read_latest(run.root)
         meta = read_run_json(run.root / latest["meta"])
-        run.write_config(cfg)
     else:
         run.create(cfg)
 
@@ -494,6 +493,7 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
         # the league's current weights may be those of an attempt that went on past the
         # checkpoint; the first episodes, drawn before training starts, must not play them
         league.update_current(policy_mlp(model))
+        run.write_config(cfg)  # with what --set changed, once the checkpoint has loaded
     model.lr_schedule = lr_schedule(cfg)  # the config's, also when it changed for the resume
     if meta is not None:  # SB3 keeps a logger set here: learn() makes none of its own
         model.set_logger(resumed_logger(
