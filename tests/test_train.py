@@ -1323,6 +1323,29 @@ def test_resume_from_a_damaged_checkpoint_names_it(smoke_run, tmp_path):
     assert (run / "config.yaml").read_text() == config
 
 
+@pytest.mark.parametrize("edit, field", [
+    (("seed: 0", "seed: 5"), "seed"),
+    (("gamma: 0.99", "gamma: 0.5"), "ppo.gamma"),
+])
+def test_resume_refuses_a_config_yaml_edited_where_set_could_not(smoke_run, tmp_path, edit,
+                                                                 field):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(smoke_run, run)
+    text = (run / "config.yaml").read_text()
+    assert text.count(edit[0]) == 1
+    (run / "config.yaml").write_text(text.replace(*edit))
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    latest = json.loads((run / "latest.json").read_text())
+    res = cli("train", "--run-dir", run, "--resume", "--no-progress", "--set",
+              f"total_steps={latest['steps'] + 2048}")
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert (f"config.yaml differs from the config its checkpoint {latest['checkpoint']} "
+            f"trained with in {field}, which cannot change") in res.stderr
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
+
+
 def test_resume_seats_the_checkpoints_weights_as_current(smoke_run, tmp_path, monkeypatch):
     """league/current.npz may hold the weights of an attempt that went on past its last
     checkpoint: the resumed run's first episodes must play the checkpoint's weights."""

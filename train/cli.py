@@ -22,8 +22,8 @@ def add_train_parser(sub) -> None:
                    help="continue the run in --run-dir from its last checkpoint, with its "
                         "config; --set may change total_steps, the learning rate, the "
                         "checkpoint and snapshot intervals, eval.every, eval.deals, "
-                        "eval.jobs, threads, device, vec.bfloat16, vec.debug, and rules to another "
-                        "source of the same rules (DIR/rules.json)")
+                        "eval.jobs, threads, subproc, device, vec.bfloat16, vec.debug, and rules "
+                        "to another source of the same rules (DIR/rules.json)")
     add_progress_args(p)
     p.set_defaults(func=_cmd_train)
 

@@ -303,9 +303,10 @@ def check_settings_are_read(cfg: TrainConfig, changed: list[str] | None = None,
                           f"remove them from {given_in}")
 
 
-RESUMABLE = ("total_steps", "checkpoint_every", "device", "torch_threads", "ppo.learning_rate",
-             "ppo.lr_final", "league.snapshot_every", "eval.every", "eval.deals", "eval.jobs",
-             "vec.collect_threads", "vec.engine_threads", "vec.bfloat16", "vec.debug", "rules")
+RESUMABLE = ("total_steps", "checkpoint_every", "device", "torch_threads", "subproc",
+             "ppo.learning_rate", "ppo.lr_final", "league.snapshot_every", "eval.every",
+             "eval.deals", "eval.jobs", "vec.collect_threads", "vec.engine_threads",
+             "vec.bfloat16", "vec.debug", "rules")
 """The fields ``--set`` may change when a run is resumed. The others define the run (network,
 game, algorithm settings, the league's mix): changing one makes another run, a new one.
 ``rules`` may name another source of the same rules (the run's own ``rules.json`` where the
@@ -334,6 +335,23 @@ def resume_config(data: dict[str, Any], overrides: list[str] = ()) -> TrainConfi
         raise ConfigError(refused_on_resume(fixed))
     check_settings_are_read(cfg, changed, given_in="--set")
     return cfg
+
+
+def check_config_fits_checkpoint(cfg: TrainConfig, saved: Any, path: str | Path) -> None:
+    """Refuses a resumed run whose ``config.yaml`` differs, in a field that defines the run,
+    from the config its checkpoint ``path`` trained with (``saved``, from its metadata): an
+    edit by hand, which ``--set`` would have refused. A checkpoint whose config this version
+    cannot read (made by another version of the kit) is not compared."""
+    try:
+        before = _build(TrainConfig, saved).to_dict()
+    except (ConfigError, TypeError, AttributeError):
+        return
+    fixed = [k for k in changed_fields(before, cfg.to_dict()) if k not in RESUMABLE]
+    if fixed:
+        raise ConfigError(f"--resume: the run's config.yaml differs from the config its "
+                          f"checkpoint {path} trained with in {', '.join(fixed)}, which cannot "
+                          f"change in a resumed run; put them back as they were, or start a "
+                          f"new run")
 
 
 def refused_on_resume(fields: list[str]) -> str:

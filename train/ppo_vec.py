@@ -71,7 +71,7 @@ from typing import Any
 import numpy as np
 
 from arschloch_env.observation import SEATS
-from train.config import ConfigError, TrainConfig
+from train.config import ConfigError, TrainConfig, check_config_fits_checkpoint
 from train.files import read_latest, read_run_json
 from train.league import League
 from train.ppo_vec_io import init_checkpoint, load_checkpoint, load_state
@@ -562,6 +562,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     if resume:
         latest = read_latest(run.root)
         meta = read_run_json(run.root / latest["meta"])
+        check_config_fits_checkpoint(cfg, meta.get("config"), latest["checkpoint"])
         check_same_policy_files(meta.get("policy_files", {}), digests)
         try:
             state = load_checkpoint(run.root / latest["checkpoint"])

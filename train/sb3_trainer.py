@@ -42,7 +42,8 @@ import yaml
 from agents.runner import WorkerDied
 from arschloch_env.cli import interrupt_deferred
 from arschloch_env.unique_keys import load_yaml, yaml_error_line
-from train.config import ConfigError, TrainConfig, resume_config
+from train.config import (ConfigError, TrainConfig, check_config_fits_checkpoint,
+                          resume_config)
 from train.files import (fresh_directory, read_latest, read_run_json, write_atomic,
                          write_json_atomic)
 from train.league import League, LeagueSampler
@@ -466,6 +467,7 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
     if resume:
         latest = read_latest(run.root)
         meta = read_run_json(run.root / latest["meta"])
+        check_config_fits_checkpoint(cfg, meta.get("config"), latest["checkpoint"])
     else:
         run.create(cfg)
 
