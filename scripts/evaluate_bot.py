@@ -9,11 +9,12 @@ the candidate in each seat against n-1 copies of the field bot, seed 7 unless to
   (``--mc-deals``), and expert against greedy (``--ladder-deals``, by default the same deals
   as against expert), the step of the ladder the bot is held to;
 - at every other table size of ``--players`` the bundle was trained for: the bot against each
-  of ``--other-fields`` (``--other-deals``).
+  of ``--other-fields`` (``--other-deals``), and, where expert is one of them, expert against
+  greedy on the same deals, so that the goals against expert are checked there too.
 
 The rules are the bundle's own (its preset with any fields its training overrode). A bot not
 trained for 4 players is measured at its first table size instead, and the goals, which are
-for 4 players, are then not checked.
+for 4 players and checked again at the other sizes, are then not checked.
 
 Each tournament's reports go to ``--out/<n>p_<candidate>_vs_<field>/``; the tables and the
 check of the strength goals go to ``--out/evaluation.md`` and to stdout. A tournament whose
@@ -152,15 +153,17 @@ def ladder_line(ladder: dict, deals: int) -> str:
             f"{fmt(ladder['paired'], sign=True)}.")
 
 
-def goals(rows: dict, ladder: dict | None) -> str:
-    """The strength goals at 4 players, each with its figure and whether it is met."""
+def goals(n: int, rows: dict, ladder: dict | None) -> str:
+    """The strength goals at ``n`` players (``rows``: the bot's row against each field
+    there), each with its figure and whether it is met."""
     ex, mc = rows.get("expert"), rows.get("mc")
+    field = f"{n - 1}x"
     checks = []
     # Four decimals: at three, a figure just under its threshold would print as equal to it.
     if ex is not None:
         over = ex["bot"]["mean"] - ex["par"]
         low = ex["bot"]["low"] - ex["par"]
-        checks.append((f"over par against 3x expert >= +{GOAL_OVER_PAR:.2f}", f"{over:+.4f}",
+        checks.append((f"over par against {field} expert >= +{GOAL_OVER_PAR:.2f}", f"{over:+.4f}",
                        over >= GOAL_OVER_PAR))
         checks.append((f"its 95% CI lower bound >= +{GOAL_CI_LOW:.2f}",
                        f"{low:+.4f}" if ex["bot"]["sd"] else "no interval (all deals alike)",
@@ -174,7 +177,7 @@ def goals(rows: dict, ladder: dict | None) -> str:
         checks.append(("paired margin over mc > 0, CI excluding 0",
                        fmt(mc["paired"], sign=True),
                        bool(mc["paired"]["sd"]) and mc["paired"]["low"] > 0))
-    lines = ["| goal (4 players) | figure | met |", "|---|---|---|"]
+    lines = [f"| goal ({n} players) | figure | met |", "|---|---|---|"]
     lines += [f"| {g} | {v} | {'yes' if ok else 'no'} |" for g, v, ok in checks]
     return "\n".join(lines)
 
@@ -248,15 +251,19 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
 def tournaments(args: argparse.Namespace, trained_for: list[int],
                 main_n: int) -> list[tuple[str, int, str, str, int]]:
     """``(what, players, candidate, field, deals)`` of every tournament to play, in order:
-    ``main`` (the bot at ``main_n`` players), ``ladder`` (expert against greedy), ``other``
-    (the other table sizes); mc, the slowest field, last."""
+    ``main`` (the bot at ``main_n`` players), ``ladder`` (expert against greedy, at
+    ``main_n`` and wherever the bot plays expert), ``other`` (the other table sizes); mc, the
+    slowest field, last."""
     ladder_deals = args.deals if args.ladder_deals is None else args.ladder_deals
     plan = [("main", main_n, args.bot, "expert", args.deals),
             ("main", main_n, args.bot, "greedy", args.greedy_deals),
             ("ladder", main_n, "expert", "greedy", ladder_deals)]
-    plan += [("other", n, args.bot, field, args.other_deals)  # each once, however often given
-             for n in dict.fromkeys(args.players) if n in trained_for and n != main_n
-             for field in dict.fromkeys(args.other_fields)]
+    for n in dict.fromkeys(args.players):  # each once, however often given
+        if n in trained_for and n != main_n:
+            plan += [("other", n, args.bot, field, args.other_deals)
+                     for field in dict.fromkeys(args.other_fields)]
+            if "expert" in args.other_fields:
+                plan.append(("ladder", n, "expert", "greedy", args.other_deals))
     plan.append(("main", main_n, args.bot, "mc", args.mc_deals))
     return [t for t in plan if t[-1] > 0]
 
@@ -287,26 +294,27 @@ def evaluate(args: argparse.Namespace, argv: list[str] | None) -> int:
     label = args.bot
     plan = tournaments(args, manifest["players"], main_n)
     check_fields(plan, rules)
-    rows_main, ladder, others = {}, None, []
+    rows: dict[int, dict[str, dict]] = {}  # the bot's rows by table size and field
+    ladders: dict[int, dict] = {}
     for what, n, candidate, field, deals in plan:
         res = row(tournament(rules, n, candidate, field, deals, args.seed, args.jobs,
                              out / f"{n}p_{Path(candidate).name}_vs_{Path(field).name}"))
-        if what == "main":
-            rows_main[field] = res
-        elif what == "ladder":
-            ladder = res
+        if what == "ladder":
+            ladders[n] = res
         else:
-            others.append(res)
+            rows.setdefault(n, {})[field] = res
 
     command = " ".join(["python scripts/evaluate_bot.py", *(sys.argv[1:] if argv is None
                                                              else argv)])
     text = "\n\n".join([
         f"Duplicate tournaments of `{label}` ({rules['preset']}), one round per deal, seed "
         f"{args.seed}; rank points per round (n - place; par (n-1)/2) with 95% CIs over deals.",
-        table(list(rows_main.values()) + others),
-        *([ladder_line(ladder, args.deals)] if ladder else []),
-        goals(rows_main, ladder) if main_n == 4 else
-        f"The strength goals are for 4 players; this bot was trained for {manifest['players']}.",
+        table([r for by_field in rows.values() for r in by_field.values()]),
+        *[ladder_line(ladder, args.deals if n == main_n else args.other_deals)
+          for n, ladder in ladders.items()],
+        *([goals(n, by_field, ladders.get(n)) for n, by_field in rows.items()] if main_n == 4
+          else [f"The strength goals are for 4 players; this bot was trained for "
+                f"{manifest['players']}."]),
         f"Command: `{command}`",
     ]) + "\n"
     out.mkdir(parents=True, exist_ok=True)

@@ -92,7 +92,8 @@ def test_bundle_plays_every_table_size_it_was_trained_for(bot):
 
 
 def test_evaluation_script_writes_tables_and_goals(tmp_path):
-    bot = SHIPPED[0]
+    bot = next(b for b in SHIPPED  # one that plays the other table sizes too
+               if {3, 4, 5} <= set(json.loads((b / "manifest.json").read_text())["players"]))
     out = tmp_path / "eval"
     cmd = [sys.executable, str(ROOT / "scripts" / "evaluate_bot.py"), str(bot),
            "--out", str(out), "--deals", "4", "--greedy-deals", "2",
@@ -104,6 +105,11 @@ def test_evaluation_script_writes_tables_and_goals(tmp_path):
     assert "| 4 | expert | 4 |" in text and "goal (4 players)" in text
     assert "over par against 3x expert" in text
     assert "Ladder step, the same 4 4-player deals" in text  # by default the deals of expert
+    # the goals checked again at the other table sizes, against their own ladder step
+    for n in (3, 5):
+        assert f"| goal ({n} players) |" in text and f"over par against {n - 1}x expert" in text
+        assert f"Ladder step, the same 2 {n}-player deals: expert against {n - 1}x greedy" in text
+    assert text.index("goal (4 players)") < text.index("goal (3 players)")
     # a second run reads the finished tournaments instead of playing them again
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert again.returncode == 0 and "deals ..." not in again.stdout
