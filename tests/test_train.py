@@ -811,6 +811,35 @@ def test_export_of_a_checkpoint_with_damaged_metadata_says_so(smoke_run, tmp_pat
         res = cli("export", checkpoint, "--out", tmp_path / "bot")
         assert res.returncode == 2 and says in res.stderr, res.stderr[-2000:]
         assert "Traceback" not in res.stderr and not (tmp_path / "bot").exists()
+    # a config that is no mapping, table sizes that are none (a bundle play would refuse)
+    for config, says in [("oops", "its config is str, not a mapping"),
+                         ({**meta["config"], "players": None}, "its config's players are None"),
+                         ({**meta["config"], "players": [4, 9]}, "players are [4, 9]")]:
+        checkpoint.with_suffix(".json").write_text(json.dumps({**meta, "config": config}))
+        res = cli("export", checkpoint, "--out", tmp_path / "bot")
+        assert res.returncode == 2 and says in res.stderr, res.stderr[-2000:]
+        assert "Traceback" not in res.stderr and not (tmp_path / "bot").exists()
+
+
+def test_a_damaged_league_is_named_or_rebuilt(tmp_path):
+    from train.config import ConfigError
+    from train.league import League
+    from train.ppo_vec_seats import SnapshotPool
+    root = tmp_path / "league"
+    root.mkdir()
+    (root / "league.json").write_text("{bad")
+    league = League(root, 5)  # a resume rewrites it from its checkpoint's metadata
+    assert league.snapshots == []
+    for damaged, says in [(None, "its league is NoneType, not a list of snapshots"),
+                          ([{"file": "../x.npz", "steps": 1}], "lists {'file': '../x.npz'")]:
+        with pytest.raises(ConfigError, match=re.escape(says)):
+            league.restore(damaged)
+    (root / "snap_000000000512.npz").write_bytes(b"cut short")
+    league.restore([{"file": "snap_000000000512.npz", "steps": 512}])
+    assert json.loads((root / "league.json").read_text())["snapshots"][0]["steps"] == 512
+    with pytest.raises(ConfigError, match="the league's snapshot .*snap_000000000512.npz "
+                                          "cannot be read"):
+        SnapshotPool(league).refresh()
 
 
 def test_a_run_is_not_trained_into_a_bundle(tmp_path):
@@ -872,6 +901,10 @@ def test_learning_curves_of_any_field_and_table_size(tmp_path):
     from train.curves import eval_fields, eval_table_size, plot_learning_curves, read_scalars
     run = tmp_path / "run"
     run.mkdir()
+    for damaged in ("players: []\n", b"\xff\xfe"):  # the usual table, as without a config
+        (run / "config.yaml").write_bytes(damaged if isinstance(damaged, bytes)
+                                          else damaged.encode())
+        assert eval_table_size(run) == 4
     (run / "config.yaml").write_text(
         yaml.safe_dump({**load_config(SMOKE).to_dict(), "players": [3]}))
     with SummaryWriter(str(run / "tb" / "ppo_1")) as w:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from arschloch_env.cli import (CliError, Interrupted, add_progress_args, add_rules_args,
                                check_out_dir, check_out_file, overrides_from_args)
+from arschloch_env.rules import is_integer
 
 
 def add_train_parser(sub) -> None:
@@ -219,14 +220,22 @@ def _cmd_export(args: argparse.Namespace) -> int:
     checkpoint, meta = resolve_checkpoint(Path(args.source))
     mlp = checkpoint_policy(checkpoint)
     cfg = meta.get("config", {})
+    if not isinstance(cfg, dict):
+        raise CliError(f"the metadata of {checkpoint} is damaged: its config is "
+                       f"{type(cfg).__name__}, not a mapping")
     rules = checkpoint_rules(checkpoint, meta)
+    players = cfg.get("players", [rules["num_players"]])
+    if not (isinstance(players, list) and players
+            and all(is_integer(n) and 3 <= n <= 6 for n in players)):
+        raise CliError(f"the metadata of {checkpoint} is damaged: its config's players are "
+                       f"{players!r}, not a list of table sizes 3..6")
     evaluations = meta.get("evaluations", [])
     training = {"algo": meta.get("algo", cfg.get("algo", "ppo")), "steps": meta.get("steps"),
                 "seed": meta.get("seed"), "code_version": meta.get("code_version"),
                 "config": cfg, "checkpoint": str(checkpoint),
                 "evaluation": evaluations[-1] if evaluations else None}
     out = write_bundle(args.out, mlp, rules, presets=[rules["preset"]],
-                       players=cfg.get("players", [rules["num_players"]]),
+                       players=players,
                        name=args.name or Path(args.out).name, training=training,
                        torch_program=torch_policy(mlp) if args.torch else None)
     print(f"exported {checkpoint} (step {meta.get('steps', '?')})")

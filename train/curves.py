@@ -93,7 +93,7 @@ def eval_table_size(run_dir: str | Path) -> int:
     try:
         players = yaml.safe_load((Path(run_dir) / "config.yaml").read_text())["players"]
         return eval_players(list(players))
-    except (OSError, KeyError, TypeError, yaml.YAMLError):
+    except (OSError, KeyError, TypeError, IndexError, ValueError, yaml.YAMLError):
         return 4  # logs without their run directory: the usual table
 
 

@@ -22,9 +22,26 @@ import numpy as np
 
 from agents.base import agent_maker, make_agent
 from agents.mlp import MLP, MLPAgent
+from train.config import ConfigError
 from train.files import write_json_atomic
 
 SNAPSHOTS, CURRENT = "snapshots", "current"
+
+
+def check_pool(snapshots: Any) -> list[dict[str, Any]]:
+    """``snapshots`` if it is a pool as league.json and checkpoints list it: entries with a
+    snapshot file name and its step.
+
+    Raises:
+        ValueError: naming what is wrong.
+    """
+    if not isinstance(snapshots, list):
+        raise ValueError(f"is {type(snapshots).__name__}, not a list of snapshots")
+    for s in snapshots:
+        if not (isinstance(s, dict) and isinstance(s.get("file"), str)
+                and s["file"] == Path(s["file"]).name and isinstance(s.get("steps"), int)):
+            raise ValueError(f"lists {s!r}, not a snapshot (a file name and its steps)")
+    return snapshots
 
 
 class League:
@@ -38,8 +55,11 @@ class League:
         self.root.mkdir(parents=True, exist_ok=True)
         self.max_snapshots = max_snapshots
         self.snapshots: list[dict[str, Any]] = []
-        if (self.root / "league.json").is_file():
-            self.snapshots = json.loads((self.root / "league.json").read_text())["snapshots"]
+        try:
+            self.snapshots = check_pool(
+                json.loads((self.root / "league.json").read_text(encoding="utf-8"))["snapshots"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # none yet, or damaged: a resume rewrites it from its checkpoint's metadata
         self.pinned = {s["file"] for s in self.snapshots}
         """The files of the pool the latest checkpoint lists: a resume from it needs them."""
 
@@ -60,8 +80,16 @@ class League:
         self.pinned = {s["file"] for s in self.snapshots}
         self._prune()
 
-    def restore(self, snapshots: list[dict[str, Any]]) -> None:
-        """Goes back to the pool of a checkpoint (a killed run may have added more since)."""
+    def restore(self, snapshots: Any) -> None:
+        """Goes back to the pool of a checkpoint (a killed run may have added more since).
+
+        Raises:
+            ConfigError: ``snapshots`` (from the checkpoint's metadata) is no pool.
+        """
+        try:
+            snapshots = check_pool(snapshots)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"the checkpoint's metadata is damaged: its league {exc}") from None
         self.snapshots = [s for s in snapshots if (self.root / s["file"]).is_file()]
         if gone := [s["file"] for s in snapshots if s not in self.snapshots]:
             # kept until the next checkpoint, so something outside the run removed them

@@ -574,7 +574,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         run.create(cfg)
     league = League(run.league, cfg.league.max_snapshots)
     if meta is not None:
-        league.restore(meta["league"])
+        league.restore(meta.get("league"))
     steps = int(meta["steps"]) if meta else 0
     tables, nets, optimizer, buf, pool, generator, device = setup(cfg, league, steps)
     if state is not None:

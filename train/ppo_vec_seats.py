@@ -119,8 +119,15 @@ class SnapshotPool:
 
         for snap in self.league.snapshots:
             if snap["file"] not in self.index:
+                path = self.league.root / snap["file"]
+                try:
+                    mlp = MLP.load(path)
+                except ValueError as exc:  # damaged since it was written
+                    from train.config import ConfigError
+                    raise ConfigError(f"the league's snapshot {path} cannot be read: "
+                                      f"{exc}") from None
                 self.index[snap["file"]] = len(self.mlps)
-                self.mlps.append(MLP.load(self.league.root / snap["file"]))
+                self.mlps.append(mlp)
         self.active = np.array([self.index[s["file"]] for s in self.league.snapshots], np.int64)
         if len(self.mlps) > self._stacked:
             self._stacked = len(self.mlps)

@@ -474,7 +474,7 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
     torch.set_num_threads(cfg.torch_threads)
     league = League(run.league, cfg.league.max_snapshots)
     if meta is not None:
-        league.restore(meta["league"])
+        league.restore(meta.get("league"))
     subproc = cfg.subproc and cfg.n_envs > 1
     thunks = [make_env(cfg, i, run.league, worker=subproc) for i in range(cfg.n_envs)]
     envs = SubprocVecEnv(thunks) if subproc else DummyVecEnv(thunks)
