@@ -383,7 +383,7 @@ def test_evaluate_bot_calls_a_figure_the_same_in_every_deal_no_interval():
     spread = {**alike, "low": 2.0, "high": 3.0, "half_width": 0.5, "sd": 0.1}
     assert module.fmt(spread) == "2.500 [2.000, 3.000]"
     row = {"bot": alike, "par": 1.5, "paired": {**alike, "mean": 0.5, "low": 0.5}}
-    table = module.goals({"expert": row, "mc": row}, None)
+    table = module.goals(4, {"expert": row, "mc": row}, None)
     assert "| its 95% CI lower bound >= +0.20 | no interval (all deals alike) | no |" in table
     assert "| paired margin over mc > 0, CI excluding 0 | +0.500 (the same in all 2 deals: " \
            "no interval) | no |" in table

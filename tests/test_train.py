@@ -26,7 +26,7 @@ from agents.bundle import NO_ACTION, BundleError, load_bundle, load_torch_progra
 from agents.mlp import MLP
 from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
-from train.config import ConfigError, load_config
+from train.config import ConfigError, TrainConfig, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "ppo_smoke.yaml"
@@ -131,6 +131,17 @@ def test_a_key_given_twice_is_refused_in_configs_and_rules_files(tmp_path):
         load_run_config(tmp_path / "run")
     with pytest.raises(ConfigError, match="no key before '='"):
         load_config(None, ["=5"])
+
+
+def test_an_empty_config_file_is_refused_and_an_empty_section_takes_set(tmp_path):
+    for text in ("", "# only a comment\n"):
+        (tmp_path / "empty.yaml").write_text(text)
+        with pytest.raises(ConfigError, match=r"empty.yaml' is empty \(or only comments\); "
+                                              r"give the settings of the run; the kit's configs"):
+            load_config(tmp_path / "empty.yaml")
+    (tmp_path / "bare.yaml").write_text("algo: ppo-vec\nppo:\n")
+    cfg = load_config(tmp_path / "bare.yaml", ["ppo.learning_rate=1e-4"])
+    assert cfg.ppo.learning_rate == 1e-4 and cfg.ppo.n_epochs == TrainConfig().ppo.n_epochs
 
 
 def test_a_config_that_yaml_reads_oddly_is_a_clean_error(tmp_path):

@@ -266,10 +266,13 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConf
         if not p.is_file():
             raise ConfigError(f"config file {str(p)!r} does not exist{_shipped_hint(p)}")
         try:
-            data = load_yaml(p.read_text(encoding="utf-8")) or {}
+            data = load_yaml(p.read_text(encoding="utf-8"))
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
             raise ConfigError(f"config file {str(p)!r} is not valid YAML: "
                               f"{yaml_error_line(exc)}") from None
+        if data is None:  # a run of every default is not what an empty file meant
+            raise ConfigError(f"config file {str(p)!r} is empty (or only comments); give the "
+                              f"settings of the run{_shipped_hint(p)}")
         if not isinstance(data, dict):
             raise ConfigError(f"config file {str(p)!r} must hold a mapping")
     for text in overrides:
@@ -393,8 +396,9 @@ def apply_override(data: dict[str, Any], text: str) -> None:
     default: Any = TrainConfig().to_dict()
     for part in parts[:-1]:
         default = default.get(part) if isinstance(default, dict) else None
-        node = node.setdefault(part, copy.deepcopy(default) if isinstance(default, dict)
-                               else {})
+        if node.get(part) is None:  # absent, or an empty section (``ppo:`` alone)
+            node[part] = copy.deepcopy(default) if isinstance(default, dict) else {}
+        node = node[part]
         if not isinstance(node, dict):
             raise ConfigError(f"--set {text!r}: {part!r} is not a section")
     try:
