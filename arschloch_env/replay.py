@@ -195,6 +195,9 @@ def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
     # deals from the record and only writes the seed back into its header
     foreign_seed = is_integer(seed) and seed < 0
     try:
+        if seed is not None and not is_integer(seed):  # the engine's message says >= 0
+            raise ValueError(f"match.seed: {seed!r} is not allowed; allowed: an integer or "
+                             f"null")
         rules = Rules.from_dict(header.get("rules"))
         players = header.get("players")
         if isinstance(players, list) and len(players) != rules.num_players:

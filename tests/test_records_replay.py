@@ -407,6 +407,11 @@ def test_replay_takes_any_integer_seed_and_checks_the_table_size(tmp_path):
     write_lines(tmp_path / "s.jsonl", events)
     res = replay_file(tmp_path / "s.jsonl")[0]
     assert res.ok, res.error
+    for seed in ("7", 2.5):  # refused naming what a record's seed may be
+        write_lines(tmp_path / "t.jsonl", [{**events[0], "seed": seed}, *events[1:]])
+        res = replay_file(tmp_path / "t.jsonl")[0]
+        assert not res.ok and res.error_line == 1
+        assert f"match.seed: {seed!r} is not allowed; allowed: an integer or null" in res.error
     events[0] = {**events[0], "rules": {**events[0]["rules"], "num_players": 3}}
     write_lines(tmp_path / "n.jsonl", events)
     res = replay_file(tmp_path / "n.jsonl")[0]
