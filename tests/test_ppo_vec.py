@@ -377,6 +377,11 @@ def test_update_entropy_is_over_legal_actions_and_a_single_legal_action_or_row_i
     assert all(np.isfinite(v) for k, v in out.items() if k != "explained_variance")
     for p in [*nets.actor.parameters(), *nets.critic.parameters()]:
         assert torch.isfinite(p).all() and torch.isfinite(p.grad).all()
+    # a rollout without a sample to train on has no losses to log (not zeros) and moves nothing
+    before = [p.detach().clone() for p in nets.actor.parameters()]
+    assert ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf, adv,
+                              np.zeros_like(valid), cfg, gen, "cpu") == {}
+    assert all(torch.equal(a, b) for a, b in zip(before, nets.actor.parameters()))
 
 
 @pytest.mark.parametrize("bfloat16", [False, True])

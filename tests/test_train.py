@@ -133,6 +133,26 @@ def test_a_key_given_twice_is_refused_in_configs_and_rules_files(tmp_path):
         load_config(None, ["=5"])
 
 
+def test_ppo_vec_minibatches_of_a_sample_or_less_are_refused():
+    with pytest.raises(ConfigError, match=r"vec.minibatches: 129 is more than half the "
+                                          r"decisions of a rollout .* = 256.*at most 128"):
+        load_config(None, ["algo=ppo-vec", "vec.num_games=16", "vec.rollout_steps=16",
+                           "vec.minibatches=129"])
+    assert load_config(None, ["algo=ppo-vec", "vec.num_games=16", "vec.rollout_steps=16",
+                              "vec.minibatches=128"]).vec.minibatches == 128
+
+
+def test_players_left_out_are_the_table_size_the_rules_name(tmp_path):
+    """As clone and tournament take it: a rules file's or rules_overrides' num_players (it
+    trained at 4 players, or refused the overrides as 'given as 4 and as 3')."""
+    (tmp_path / "rules3.yaml").write_text("preset: culo\nnum_players: 3\n")
+    (tmp_path / "c.yaml").write_text(f"algo: ppo-vec\nrules: {tmp_path / 'rules3.yaml'}\n")
+    assert load_config(tmp_path / "c.yaml").players == [3]
+    assert load_config(tmp_path / "c.yaml", ["players=[4, 5]"]).players == [4, 5]
+    assert load_config(None, ["rules_overrides={num_players: 5}"]).players == [5]
+    assert load_config(None, ["rules=tavern"]).players == [4]
+
+
 def test_an_empty_config_file_is_refused_and_an_empty_section_takes_set(tmp_path):
     for text in ("", "# only a comment\n"):
         (tmp_path / "empty.yaml").write_text(text)

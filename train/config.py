@@ -135,7 +135,9 @@ class TrainConfig:
     rules_overrides: dict[str, Any] = field(default_factory=dict)
     """Rules fields to override (as ``--set`` of the other commands)."""
     players: list[int] = field(default_factory=lambda: [4])
-    """Table sizes; env i plays at players[i % len(players)] (one policy for all)."""
+    """Table sizes; env i plays at players[i % len(players)] (one policy for all). Where a
+    config does not give it: the table size its rules file or ``rules_overrides`` names, else
+    4."""
     total_steps: int = 200_000
     """Learner decisions to train for."""
     n_envs: int = 2
@@ -237,8 +239,23 @@ def _build(cls, data: dict[str, Any], prefix: str = ""):
 
 def config_from_dict(data: dict[str, Any]) -> TrainConfig:
     cfg = _build(TrainConfig, data)
+    if "players" not in data:
+        cfg.players = [rules_table_size(cfg)]
     validate(cfg)
     return cfg
+
+
+def rules_table_size(cfg: TrainConfig) -> int:
+    """The table size the rules file or ``rules_overrides`` names, else 4: what ``players``
+    is when the config does not give it (as ``clone`` and ``tournament`` take it)."""
+    from arschloch_env.rules import RulesError, make_rules, names_num_players
+
+    if names_num_players(cfg.rules, cfg.rules_overrides):
+        try:
+            return make_rules(cfg.rules, **cfg.rules_overrides).num_players
+        except RulesError:
+            pass  # validate() names what is wrong, and where
+    return 4
 
 
 def _shipped_hint(path: Path) -> str:
@@ -458,6 +475,12 @@ def validate(cfg: TrainConfig) -> None:
     if v.num_games < len(cfg.players):
         raise ConfigError(f"vec.num_games: {v.num_games} is fewer than one game per table "
                           f"size of players {cfg.players}")
+    if 2 * v.minibatches > v.num_games * v.rollout_steps:
+        # more would make minibatches of one sample, each its own step, unnormalised
+        raise ConfigError(f"vec.minibatches: {v.minibatches} is more than half the decisions of "
+                          f"a rollout (vec.num_games * vec.rollout_steps = "
+                          f"{v.num_games * v.rollout_steps}), of which the learner's are its "
+                          f"samples; at most {v.num_games * v.rollout_steps // 2}")
     check_mix("vec.mix", v.mix)
     if cfg.algo == "ppo-vec":
         decks = {tuple(make_rules(cfg.rules, n, **cfg.rules_overrides).rank_order)

@@ -312,7 +312,8 @@ def carry_open_transitions(buf: Rollout, valid: np.ndarray, open_return: np.ndar
 
 def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.ndarray,
                cfg: TrainConfig, generator, device) -> dict[str, float]:
-    """Clipped PPO on the valid rows, ``ppo.n_epochs`` passes of ``vec.minibatches``."""
+    """Clipped PPO on the valid rows, ``ppo.n_epochs`` passes of ``vec.minibatches``; returns
+    the losses and the critic's explained variance, or nothing without a valid row."""
     import torch
 
     p = cfg.ppo
@@ -365,10 +366,11 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
                 stats.append(torch.stack([
                     pg_loss, v_loss, -entropy, loss, ((ratio - 1) - log_ratio).mean(),
                     ((ratio - 1).abs() > p.clip_range).float().mean()]))
-    means = torch.stack(stats).double().mean(0).tolist() if stats else [0.0] * len(names)
-    out = dict(zip(names, means))
+    if not stats:  # no sample to train on: no losses to log (zeros would read as figures)
+        return {}
+    out = dict(zip(names, torch.stack(stats).double().mean(0).tolist()))
     y, v = returns[idx].cpu().numpy(), old_value[idx].cpu().numpy()
-    var = float(np.var(y)) if N else 0.0
+    var = float(np.var(y))
     out["explained_variance"] = float("nan") if var == 0 else 1.0 - float(np.var(y - v)) / var
     return out
 
