@@ -16,6 +16,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import time
 import weakref
 from pathlib import Path
@@ -83,7 +84,11 @@ def _check_no_live_writer(path: Path) -> None:
     """
     if fcntl is None:  # not POSIX: left for the user
         return
+    # mkstemp's 8 random characters: not the temporaries of "<name>.old" and the like
+    own = re.compile(re.escape(path.name) + r"\.[a-z0-9_]{8}\.part")
     for tmp in path.parent.glob(f"{glob.escape(path.name)}.*.part"):
+        if not own.fullmatch(tmp.name):
+            continue
         try:
             with open(tmp, "rb") as fh:
                 try:

@@ -47,6 +47,7 @@ episode of its own: its rewards are dropped and ``infos[i]["skipped_matches"]`` 
 from __future__ import annotations
 
 import inspect
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -210,7 +211,11 @@ class ArschlochVecEnv(VecEnv):
         self.opponent = batched_opponent(opponent, self.rules)
         from agents.base import agent_label
         self.opponent_label = agent_label(opponent)
-        self.game.agent_labels = self._agent_labels
+        if record_path is not None:  # the labels are the record's; a recording env is not
+            # pickled, and a bound method would make a cycle that keeps the record writer
+            # open after the env is dropped, until the garbage collector runs
+            labels = weakref.WeakMethod(self._agent_labels)
+            self.game.agent_labels = lambda game: labels()(game)
         self._seat_rng = np.random.default_rng(seed)
         self._reseed_opponent(seed)
         self._next_seed = None

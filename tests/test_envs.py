@@ -14,6 +14,7 @@ from arschloch_env.actions import ActionError
 from arschloch_env.engine import IllegalActionError
 from arschloch_env.rules import RulesError
 from arschloch_env.single import SingleSeatEnv
+from arschloch_env.vector_env import ArschlochVecEnv
 
 PRESETS = ("culo", "culo-points", "culo-ten", "culo-52", "tavern")
 ALL_TABLES = [(p, n) for p in PRESETS for n in (3, 4, 5, 6)]
@@ -676,6 +677,34 @@ def test_a_record_reaches_its_file_without_close(tmp_path, make):
     assert "cannot be copied or pickled (two copies would write one file)" in res.stdout
     assert path.is_file() and not list(path.parent.glob("*.part"))
     assert len(list(read_matches(path))) == 1
+
+
+def _recording_vec_env(path):
+    env = ArschlochVecEnv("culo", 4, num_envs=2, rounds=1, record_path=path, record_games=[0])
+    env.reset()
+    return env
+
+
+@pytest.mark.parametrize("make", [
+    lambda path: arschloch_env.env(rules="culo", num_players=4, rounds=1, record_path=path),
+    lambda path: SingleSeatEnv(rules="culo", num_players=4, rounds=1, record_path=path),
+    _recording_vec_env,
+])
+def test_a_recording_env_dropped_unclosed_frees_its_record_at_once(tmp_path, make):
+    """A second writer of a record is refused while the first lives; an env dropped without
+    close() (a notebook cell run again) must not live on in a reference cycle until the
+    garbage collector runs."""
+    import gc
+    path = tmp_path / "rec.jsonl"
+    gc.disable()
+    try:
+        env = make(path)
+        with pytest.raises(ValueError, match="being written by another writer"):
+            make(path)
+        del env
+        make(path).close()
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize("make", [

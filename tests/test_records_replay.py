@@ -158,6 +158,16 @@ def test_a_record_that_another_writer_is_writing_is_refused(tmp_path):
     RecordWriter(target).close()  # closed, it is an earlier record the next writer may replace
 
 
+def test_a_record_is_not_refused_for_another_records_temporary(tmp_path):
+    """games.jsonl.old's temporary also begins with games.jsonl.: it is no writer of
+    games.jsonl."""
+    other = RecordWriter(tmp_path / "games.jsonl.old")
+    with RecordWriter(tmp_path / "games.jsonl") as w:
+        w.write_match(random_match("culo", 4, 1).events)
+    assert other.tmp.exists()
+    other.close()
+
+
 def test_a_record_written_by_another_process_is_refused(tmp_path):
     import subprocess
     import sys
@@ -197,8 +207,9 @@ def test_a_writer_removes_the_temporaries_that_killed_writers_left(tmp_path):
     from arschloch_env.records import ABANDONED_AFTER_S
 
     target = tmp_path / "games.jsonl"
-    abandoned, young = tmp_path / "games.jsonl.k1ll3d.part", tmp_path / "games.jsonl.n3wb0rn.part"
-    other = tmp_path / "other.jsonl.k1ll3d.part"  # another record's
+    abandoned = tmp_path / "games.jsonl.k1ll3d_0.part"  # mkstemp's names: 8 characters
+    young = tmp_path / "games.jsonl.n3wb0rn0.part"
+    other = tmp_path / "other.jsonl.k1ll3d_0.part"  # another record's
     for path in (abandoned, young, other):
         path.write_text("{}\n")
     old = time.time() - ABANDONED_AFTER_S - 5

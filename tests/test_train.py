@@ -131,6 +131,8 @@ def test_a_key_given_twice_is_refused_in_configs_and_rules_files(tmp_path):
         load_run_config(tmp_path / "run")
     with pytest.raises(ConfigError, match="no key before '='"):
         load_config(None, ["=5"])
+    with pytest.raises(ConfigError, match="cannot parse the value: found unhashable key"):
+        load_config(None, ["league.mix={[1]: 2}"])
 
 
 def test_ppo_vec_minibatches_of_a_sample_or_less_are_refused():
@@ -151,6 +153,9 @@ def test_players_left_out_are_the_table_size_the_rules_name(tmp_path):
     assert load_config(tmp_path / "c.yaml", ["players=[4, 5]"]).players == [4, 5]
     assert load_config(None, ["rules_overrides={num_players: 5}"]).players == [5]
     assert load_config(None, ["rules=tavern"]).players == [4]
+    # overrides that name the size but fail otherwise: what fails, not a size of 4
+    with pytest.raises(ConfigError, match="rules_overrides: .*bogus"):
+        load_config(None, ["rules_overrides={num_players: 3, bogus: 1}"])
 
 
 def test_an_empty_config_file_is_refused_and_an_empty_section_takes_set(tmp_path):
@@ -1209,6 +1214,20 @@ def test_train_refuses_a_folder_that_is_not_a_run_and_writes_nothing_there(tmp_p
         assert res.returncode == 2, res.stderr[-2000:]
         assert f"holds files that are not a run's ({names})" in res.stderr
         assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+    # a run stopped before its first checkpoint, with its curves beside it, is a run; so is
+    # one whose files were set aside; a folder with a .gitkeep alone is as good as empty
+    from train.sb3_trainer import RunDir
+    stopped, aside, keep = tmp_path / "stopped", tmp_path / "aside", tmp_path / "keep"
+    for path in (stopped / "checkpoints", aside / "earlier_attempts" / "1", keep):
+        path.mkdir(parents=True)
+    (stopped / "config.yaml").write_text(SMOKE.read_text())
+    (stopped / "curves.png").write_bytes(b"png")
+    (keep / ".gitkeep").write_text("")
+    for run in (stopped, aside, keep):
+        RunDir(run).refuse_unless_a_run()
+    (stopped / "checkpoints").rmdir()
+    with pytest.raises(ConfigError, match=r"not a run's \(config.yaml, curves.png\)"):
+        RunDir(stopped).refuse_unless_a_run()
 
 
 def test_a_run_that_lost_its_latest_json_is_refused_not_started_over(tmp_path, smoke_run):

@@ -254,7 +254,7 @@ def rules_table_size(cfg: TrainConfig) -> int:
         try:
             return make_rules(cfg.rules, **cfg.rules_overrides).num_players
         except RulesError:
-            pass  # validate() names what is wrong, and where
+            check_rules(cfg, None)  # names what is wrong, and where (not a size of 4)
     return 4
 
 
@@ -434,9 +434,9 @@ def check_mix(key: str, mix: dict[str, float]) -> None:
                           f"finite sum")
 
 
-def check_rules(cfg: TrainConfig, players: int) -> None:
-    """The rules of a table of ``players``, with the key at fault named: ``rules`` (the preset
-    or rules file) or ``rules_overrides``."""
+def check_rules(cfg: TrainConfig, players: int | None) -> None:
+    """The rules of a table of ``players`` (None: the size the rules name), with the key at
+    fault named: ``rules`` (the preset or rules file) or ``rules_overrides``."""
     from arschloch_env.rules import RulesError, make_rules
 
     try:

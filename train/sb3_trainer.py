@@ -220,26 +220,26 @@ class RunDir:
     def refuse_unless_a_run(self) -> None:
         """Before a run without ``latest.json`` starts in this directory (over, or anew):
         refuses one whose checkpoints lost their ``latest.json`` (starting over would drop
-        them), and one that holds files no run writes, or a config or rules file without the
-        folders a run makes with them (the run would write over them).
+        them), and a folder that is no run's (a run makes ``checkpoints/`` before anything
+        else) but holds files, which the run would mix with its own or write over.
 
         Raises:
             ConfigError: naming what is there.
         """
         if not self.root.is_dir() or self.latest.is_file():
             return
-        steps = sorted(self.checkpoints.glob("step_*")) if self.checkpoints.is_dir() else []
-        if steps:
-            raise ConfigError(
-                f"run directory {self.root} has checkpoints (the newest: {steps[-1].name}) but "
-                f"no latest.json, which names the one to continue from; put it back, or give "
-                f"a new run a --run-dir of its own")
-        own = {*self.OWN, self.LOCK, self.SET_ASIDE}
+        if self.checkpoints.is_dir():
+            steps = sorted(self.checkpoints.glob("step_*"))
+            if steps:
+                raise ConfigError(
+                    f"run directory {self.root} has checkpoints (the newest: {steps[-1].name}) "
+                    f"but no latest.json, which names the one to continue from; put it back, or "
+                    f"give a new run a --run-dir of its own")
+            return  # a run stopped before its first checkpoint (with what else was put there)
         foreign = sorted(p.name for p in self.root.iterdir()
-                         if p.name not in own and not p.name.endswith(self.UNFINISHED))
-        if not foreign and not self.checkpoints.is_dir():
-            foreign = [name for name in ("config.yaml", "rules.json")
-                       if (self.root / name).exists()]
+                         if p.name not in (self.LOCK, self.SET_ASIDE)
+                         and not p.name.startswith(".")  # .gitkeep and the like
+                         and not p.name.endswith(self.UNFINISHED))
         if foreign:
             raise ConfigError(
                 f"run directory {self.root} holds files that are not a run's "
