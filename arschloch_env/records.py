@@ -117,7 +117,8 @@ class RecordWriter:
         _check_no_live_writer(self.path)
         fd, self.tmp = temporary_beside(self.path)
         if fcntl is not None:  # held while this writer lives: its file is not abandoned
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # blocking: another writer's check may hold it for a moment (no one holds it long)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         self._fh = os.fdopen(fd, "w", encoding="utf-8")
         self.matches = 0
 
