@@ -504,6 +504,10 @@ def _run_command(args: argparse.Namespace) -> int:
         return 0
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a full disk, a file system gone: what failed, not a traceback
+        print(f"arschloch {args.command}: error: {exc}", *getattr(exc, "__notes__", ()),
+              sep="\n", file=sys.stderr)
+        return 1
     except ModuleNotFoundError as exc:
         missing = (exc.name or "").partition(".")[0]
         if missing not in TRAIN_EXTRA:

@@ -119,7 +119,9 @@ class RecordWriter:
         if fcntl is not None:  # held while this writer lives: its file is not abandoned
             # blocking: another writer's check may hold it for a moment (no one holds it long)
             fcntl.flock(fd, fcntl.LOCK_EX)
-        self._fh = os.fdopen(fd, "w", encoding="utf-8")
+        self._fh = os.fdopen(fd, "wb", buffering=0)  # no buffer: what write() took is there
+        self._size = 0  # of the whole matches written
+        self._whole = True  # False after a match that could be neither written nor cut off
         self.matches = 0
 
     def close_with(self, owner: object) -> "RecordWriter":
@@ -135,22 +137,36 @@ class RecordWriter:
                         f"record_path")
 
     def write_match(self, events: list[dict]) -> None:
-        """Appends one whole match; the lines reach the disk before the next match starts."""
-        self._fh.write("".join(json.dumps(e, separators=(", ", ": ")) + "\n" for e in events))
-        self._fh.flush()
+        """Appends one whole match; the lines reach the disk before the next match starts. A
+        write that fails part-way (a full disk) is cut back off before the error goes on: the
+        file holds whole matches only."""
+        data = "".join(json.dumps(e, separators=(", ", ": ")) + "\n" for e in events).encode()
+        self._whole = False
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[self._fh.write(view):]
+        except BaseException:
+            self._fh.truncate(self._size)
+            self._fh.seek(self._size)
+            self._whole = True
+            raise
+        self._size += len(data)
+        self._whole = True
         self.matches += 1
 
     def close(self) -> None:
         """Makes the file appear under its final name (also after an interrupted or failed
-        run: it holds whole matches only), or,
-        when no match was written, removes the ``.part`` file and the folders made for it, and
-        leaves the target as it was."""
+        run: it holds whole matches only), or, when no match was written (or one could be
+        neither written whole nor cut off), removes the ``.part`` file and the folders made for
+        it, and leaves the target as it was."""
         if self._fh.closed:
             return
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        self._fh.close()
-        if self.matches:
+        try:
+            os.fsync(self._fh.fileno())
+        finally:
+            self._fh.close()
+        if self.matches and self._whole:
             os.replace(self.tmp, self.path)
             return
         self.tmp.unlink(missing_ok=True)
@@ -165,7 +181,9 @@ class RecordWriter:
         the file now holds: the whole matches finished before (a record that was cut short
         looks complete)."""
         self.close()
-        exc.add_note(f"record: {str(self.path)!r} holds the {self.matches} match(es) finished "
+        exc.add_note(f"record: {str(self.path)!r} left as it was (a match could be neither "
+                     f"written whole nor cut off)" if not self._whole else
+                     f"record: {str(self.path)!r} holds the {self.matches} match(es) finished "
                      f"before it stopped" if self.matches else
                      f"record: none written to {str(self.path)!r} (no match finished)")
 

@@ -673,3 +673,26 @@ def test_a_ctrl_c_while_a_match_is_written_waits_until_it_is_counted(tmp_path, m
     assert code == 130
     assert "interrupted after 2 match(es)" in err and f"record: {rec} (2 match(es))" in out
     assert rec.read_text().count('"match_end"') == 2
+
+
+def test_a_full_disk_is_one_line_and_the_record_keeps_its_whole_matches(tmp_path, capsys,
+                                                                          monkeypatch):
+    from arschloch_env.cli import main
+    from arschloch_env.records import RecordWriter
+
+    write = RecordWriter.write_match
+
+    def full_at_the_third(self, events):
+        if self.matches == 2:
+            raise OSError(28, "No space left on device")
+        write(self, events)
+
+    monkeypatch.setattr(RecordWriter, "write_match", full_at_the_third)
+    rec = tmp_path / "games.jsonl"
+    code = main(["simulate", "--matches", "10", "--set", "rounds=1", "--record", str(rec)])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert err.splitlines() == [
+        "arschloch simulate: error: [Errno 28] No space left on device",
+        f"record: {str(rec)!r} holds the 2 match(es) finished before it stopped"]
+    assert rec.read_text().count('"match_end"') == 2

@@ -185,6 +185,51 @@ def test_a_record_written_by_another_process_is_refused(tmp_path):
     RecordWriter(target).close()  # the holder has gone: free again
 
 
+class _DiskFillsUp:
+    """A record file whose disk fills up in the middle of the next write (``cut_fails``: and
+    cutting the file back fails too)."""
+
+    def __init__(self, fh, cut_fails=False):
+        self.fh, self.cut_fails = fh, cut_fails
+
+    def write(self, data):
+        self.fh.write(bytes(data[:len(data) // 2]))
+        raise OSError(28, "No space left on device")
+
+    def truncate(self, size):
+        if self.cut_fails:
+            raise OSError(5, "Input/output error")
+        return self.fh.truncate(size)
+
+    def __getattr__(self, name):
+        return getattr(self.fh, name)
+
+
+@pytest.mark.parametrize("cut_fails", [False, True])
+def test_a_match_the_disk_cannot_hold_never_reaches_the_record(tmp_path, cut_fails):
+    """A full disk in the middle of a match: the record keeps the whole matches before it (the
+    half match went under the final name, over the earlier record), or, where the half cannot
+    be cut off, the earlier record stays as it was."""
+    target = tmp_path / "games.jsonl"
+    earlier = "".join(json.dumps(e) + "\n" for e in random_match("culo", 4, 3).events)
+    target.write_text(earlier)
+    g1, g2 = random_match("tavern", 3, 1), random_match("culo", 4, 2)
+    w = RecordWriter(target)
+    w.write_match(g1.events)
+    w._fh = _DiskFillsUp(w._fh, cut_fails)
+    with pytest.raises(OSError) as exc:
+        with w:
+            w.write_match(g2.events)
+    assert w.matches == 1
+    if cut_fails:
+        assert target.read_text() == earlier
+        assert "left as it was" in exc.value.__notes__[0]
+    else:
+        assert [json.loads(x) for x in target.read_text().splitlines()] == g1.events
+        assert "holds the 1 match(es) finished before it stopped" in exc.value.__notes__[0]
+    assert list(tmp_path.iterdir()) == [target]
+
+
 def test_writer_replaces_a_record_or_an_empty_file_and_nothing_else(tmp_path):
     config = tmp_path / "c.yaml"
     config.write_text("algo: ppo-vec\n")
