@@ -644,6 +644,8 @@ def test_a_training_command_without_the_training_extra_says_what_to_install(
 def test_the_sb3_vec_env_without_the_training_extra_says_what_to_install(monkeypatch):
     import importlib
     monkeypatch.setitem(sys.modules, "stable_baselines3", None)
+    for name in [m for m in sys.modules if m.startswith("stable_baselines3.")]:
+        monkeypatch.delitem(sys.modules, name)  # loaded by a module imported earlier
     monkeypatch.delitem(sys.modules, "arschloch_env.vector_env", raising=False)
     with pytest.raises(ModuleNotFoundError, match=r"ArschlochVecEnv is a stable-baselines3 "
                                                   r"VecEnv: stable_baselines3 is not installed; "
