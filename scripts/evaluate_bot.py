@@ -236,8 +236,11 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error(f"--seed {args.seed}: at least 0")
     if not args.out.strip():  # Path("") is the working directory
         p.error("--out is empty; give a directory for the tournament reports")
-    if Path(args.out).exists() and not Path(args.out).is_dir():
-        p.error(f"--out {args.out!r} is a file; give a directory for the tournament reports")
+    from arschloch_env.cli import CliError, check_out_dir
+    try:  # under a file, in a read-only folder: refused before hours of games
+        check_out_dir(args.out)
+    except CliError as exc:
+        p.error(str(exc))
     if not (Path(args.bot) / "manifest.json").is_file():
         p.error(f"{args.bot!r} holds no bot bundle (no manifest.json); give a bundle directory "
                 f"such as bots/NAME")

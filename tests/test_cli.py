@@ -698,3 +698,27 @@ def test_a_full_disk_is_one_line_and_the_record_keeps_its_whole_matches(tmp_path
         "arschloch simulate: error: [Errno 28] No space left on device",
         f"record: {str(rec)!r} holds the 2 match(es) finished before it stopped"]
     assert rec.read_text().count('"match_end"') == 2
+
+
+def test_tournament_replaces_only_an_earlier_tournaments_report(tmp_path):
+    """score.png and places.png of a folder of one's own were removed under --no-plots, a
+    results.json of another kind replaced."""
+    args = ["tournament", "--rules", "culo", "--bots", "greedy", "random", "--deals", "2",
+            "--jobs", "1", "--no-progress", "--no-plots"]
+    photos, data = tmp_path / "photos", tmp_path / "data"
+    photos.mkdir()
+    data.mkdir()
+    (photos / "score.png").write_bytes(b"my picture")
+    (data / "results.json").write_text('{"my": "data"}')
+    for out, names in ((photos, "score.png"), (data, "results.json")):
+        before = {p.name: p.read_bytes() for p in out.iterdir()}
+        res = cli(*args, "--out", str(out))
+        assert res.returncode == 2, res.stderr[-2000:]
+        assert f"holds {names}, which are not an earlier tournament's report" in res.stderr
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    earlier = tmp_path / "earlier"
+    for plots in ([], ["--no-plots"]):  # an earlier report is replaced, its plots removed
+        res = cli(*[a for a in args if a != "--no-plots"], *plots, "--out", str(earlier))
+        assert res.returncode == 0, res.stderr[-2000:]
+    assert sorted(p.name for p in earlier.iterdir()) == ["results.csv", "results.json",
+                                                         "results.md"]

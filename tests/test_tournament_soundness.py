@@ -409,10 +409,12 @@ def test_evaluate_bot_refuses_an_out_that_is_a_file_before_any_game(tmp_path, ca
     monkeypatch.setattr(train.tournament, "run_tournament",
                         lambda *a, **k: pytest.fail("a game was played"))
     (tmp_path / "eval.md").write_text("not a folder")
-    with pytest.raises(SystemExit) as exc:
-        module.main([str(BUNDLE), "--out", str(tmp_path / "eval.md"), "--deals", "2"])
-    err = capsys.readouterr().err
-    assert exc.value.code == 2 and "--out" in err and "is a file; give a directory" in err, err
+    for out, says in ((tmp_path / "eval.md", "is a file; give a directory"),
+                      (tmp_path / "eval.md" / "sub", "is a file, so no directory can be made")):
+        with pytest.raises(SystemExit) as exc:
+            module.main([str(BUNDLE), "--out", str(out), "--deals", "2"])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and "--out" in err and says in err, err
     assert (tmp_path / "eval.md").read_text() == "not a folder"
 
 

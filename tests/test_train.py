@@ -857,6 +857,16 @@ def test_export_of_a_checkpoint_with_damaged_metadata_says_so(smoke_run, tmp_pat
         assert "Traceback" not in res.stderr and not (tmp_path / "bot").exists()
 
 
+def test_export_refuses_a_symbolic_link_as_out(smoke_run, tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    res = cli("export", smoke_run, "--out", tmp_path / "link")
+    assert res.returncode == 2 and "is a symbolic link; give the folder it points to" in res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]
+    assert (tmp_path / "link").is_symlink() and not list(real.iterdir())
+
+
 def test_a_damaged_league_is_named_or_rebuilt(tmp_path):
     from train.config import ConfigError
     from train.league import League

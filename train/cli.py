@@ -217,6 +217,9 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from train.export import torch_policy, write_bundle
 
     check_out_dir(str(Path(args.out).absolute().parent), f"the folder of --out {args.out!r}")
+    if Path(args.out).is_symlink():  # the bundle would replace the link, and leave it behind
+        raise CliError(f"--out {args.out!r} is a symbolic link; give the folder it points to "
+                       f"({str(Path(args.out).resolve())!r}) or another name")
     checkpoint, meta = resolve_checkpoint(Path(args.source))
     mlp = checkpoint_policy(checkpoint)
     cfg = meta.get("config", {})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -78,6 +79,22 @@ def _check_results_paths(out: str, with_plots: bool) -> None:
         if path.exists() and not path.is_file():
             raise CliError(f"--out {out!r}: {str(path)!r} is not a file, so the results "
                            f"cannot be written there; move it away or give another --out")
+    # every report file is written or, a plot under --no-plots, removed: only an earlier
+    # tournament's (its results.json says so) may be
+    present = [name for name in FILES if (Path(out) / name).is_file()]
+    if present and not _is_tournament_results(Path(out) / "results.json"):
+        raise CliError(f"--out {out!r} holds {', '.join(present)}, which are not an earlier "
+                       f"tournament's report (no results.json of one beside them) and which "
+                       f"the report would replace; give another --out")
+
+
+def _is_tournament_results(path: Path) -> bool:
+    from train.tournament import FORMAT
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and str(data.get("format")).startswith(FORMAT.split("/")[0])
 
 
 def _unplayed_match_length(res) -> str | None:
