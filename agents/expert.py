@@ -34,6 +34,7 @@ from dataclasses import dataclass, fields, replace
 from itertools import accumulate
 
 from arschloch_env.cards import POPCOUNT
+from arschloch_env.rules import is_integer
 
 from agents.endgame import SearchLimit, Solver
 from agents.knowledge import Knowledge
@@ -89,8 +90,7 @@ def _number(v) -> bool:
 
 ALLOWED = {
     "bool": ("True or False", lambda v: isinstance(v, bool)),
-    "int": ("a whole number >= 0", lambda v: isinstance(v, numbers.Integral)
-            and not isinstance(v, bool) and v >= 0),
+    "int": ("a whole number >= 0", lambda v: is_integer(v) and v >= 0),
     "float": ("a finite number", _number),
 }
 """What a :class:`Params` field of each type may hold: (in words, the test)."""

@@ -24,7 +24,7 @@ import numpy as np
 
 from arschloch_env.engine import GIVE, LAY, PLAY, TAKE, Game
 from arschloch_env.observation import Encoder, Layout
-from arschloch_env.rules import make_rules
+from arschloch_env.rules import is_integer, make_rules
 
 from agents.expert import DEFAULT, ctx_from_knowledge, decide, game_policy
 from agents.knowledge import Knowledge, SampleError, role_seats
@@ -173,8 +173,7 @@ class MCAgent:
         for name, value, what in (("budget", budget, "sampled deals per decision"),
                                    ("min_worlds", min_worlds, "sampled deals per move"),
                                    ("top_k", top_k, "moves of the policy searched")):
-            if not (isinstance(value, numbers.Integral) and not isinstance(value, bool)
-                    and value >= 1):
+            if not (is_integer(value) and value >= 1):
                 raise ValueError(f"{name} must be a whole number of at least 1 ({what}), "
                                  f"got {value!r}")
         if not (isinstance(margin, numbers.Real) and not isinstance(margin, bool)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import re
 import time
 import weakref
 from pathlib import Path
@@ -85,10 +84,7 @@ def _check_no_live_writer(path: Path) -> None:
     if fcntl is None:  # not POSIX: left for the user
         return
     # mkstemp's 8 random characters: not the temporaries of "<name>.old" and the like
-    own = re.compile(re.escape(path.name) + r"\.[a-z0-9_]{8}\.part")
-    for tmp in path.parent.glob(f"{glob.escape(path.name)}.*.part"):
-        if not own.fullmatch(tmp.name):
-            continue
+    for tmp in path.parent.glob(f"{glob.escape(path.name)}.{'?' * 8}.part"):
         try:
             with open(tmp, "rb") as fh:
                 try:
@@ -141,18 +137,17 @@ class RecordWriter:
         write that fails part-way (a full disk) is cut back off before the error goes on: the
         file holds whole matches only."""
         data = "".join(json.dumps(e, separators=(", ", ": ")) + "\n" for e in events).encode()
-        self._whole = False
         try:
             view = memoryview(data)
             while view:
                 view = view[self._fh.write(view):]
         except BaseException:
+            self._whole = False  # until the part written is cut off
             self._fh.truncate(self._size)
             self._fh.seek(self._size)
             self._whole = True
             raise
         self._size += len(data)
-        self._whole = True
         self.matches += 1
 
     def close(self) -> None:
