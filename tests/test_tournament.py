@@ -360,6 +360,35 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_finished(tmp_path):
     assert data["run"]["record_matches"] == 4 * data["deals_done"]
 
 
+def test_an_interrupted_rerun_keeps_the_complete_report_it_would_replace(tmp_path, monkeypatch,
+                                                                        capsys):
+    """A stopped tournament into the --out of a finished one writes its partial report
+    beside it (``<out>-partial``), not over it."""
+    import dataclasses
+
+    import train.tournament as tournament
+
+    out = tmp_path / "out"
+    argv = ["tournament", "--bots", "greedy", "random", "--deals", "4", "--out", str(out),
+            "--no-plots", "--no-progress"]
+    assert cli_main(argv) == 0
+    finished = (out / "results.json").read_text()
+    real = tournament.run_tournament
+    monkeypatch.setattr(tournament, "run_tournament", lambda *a, **k: dataclasses.replace(
+        (res := real(*a, **k)), complete=False, deal_seeds=res.deal_seeds[:2]))
+    capsys.readouterr()
+    assert cli_main(argv) == 130
+    err = capsys.readouterr().err
+    assert (out / "results.json").read_text() == finished
+    partial = json.loads((tmp_path / "out-partial" / "results.json").read_text())
+    assert partial["complete"] is False and partial["deals_done"] == 2
+    assert f"partial results written to {tmp_path / 'out-partial'}" in err
+    # a partial report is replaced by the next run, complete or not, as before
+    assert cli_main(argv[:-4] + ["--out", str(tmp_path / "out-partial"), "--no-plots",
+                                 "--no-progress"]) == 130
+    assert not (tmp_path / "out-partial-partial").exists()
+
+
 def test_sighup_stops_a_tournament_in_worker_processes_and_keeps_what_finished(tmp_path):
     """A closed terminal sends SIGHUP to the command and its workers: the workers end, the
     command keeps the finished deals as on Ctrl-C and exits 128 + 1."""

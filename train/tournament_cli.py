@@ -88,13 +88,25 @@ def _check_results_paths(out: str, with_plots: bool) -> None:
                        f"the report would replace; give another --out")
 
 
-def _is_tournament_results(path: Path) -> bool:
+def _tournament_results(path: Path) -> dict | None:
+    """The report in ``path`` if it is a tournament's ``results.json``, else None."""
     from train.tournament import FORMAT
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and str(data.get("format")).startswith(FORMAT.split("/")[0])
+        return None
+    if isinstance(data, dict) and str(data.get("format")).startswith(FORMAT.split("/")[0]):
+        return data
+    return None
+
+
+def _is_tournament_results(path: Path) -> bool:
+    return _tournament_results(path) is not None
+
+
+def _holds_complete_report(out: str) -> bool:
+    data = _tournament_results(Path(out) / "results.json")
+    return data is not None and data.get("complete") is True
 
 
 def _unplayed_match_length(res) -> str | None:
@@ -140,6 +152,9 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
         if args.out is None:
             # named after the second it started: a run started in the same second gets -2
             out = str(fresh_directory(out))
+        elif not res.complete and _holds_complete_report(out):
+            # a stopped rerun keeps the finished report it would have replaced
+            out = str(fresh_directory(f"{out.rstrip('/')}-partial"))
         written = write_outputs(res, out, with_plots=not args.no_plots)
         print(f"\nwrote {', '.join(p.name for p in written)} to {out}")
     if args.record:
