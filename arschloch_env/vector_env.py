@@ -21,7 +21,8 @@ the kernels), a callable ``opponent(obs, mask) -> actions`` on batches (float32 
 [k, A] -> ints [k]) of the games where an opponent is to act, e.g. a frozen policy, or an agent
 (an object with ``act``, or its spec: a built-in name, a bundle path, ``package.module:Class``).
 An agent whose class defines a batched method ``policy(observations, masks) -> (actions,
-logits)`` (a bundle) plays every opponent seat as one object, its whole batch in one call, so
+logits)`` and reads no view (``uses_view = False``; a bundle) plays every opponent seat as one
+object, its whole batch in one call, so
 it must keep no state between moves (it is reset once per ``reset()``, as seat 0, with a seed
 drawn from the env's, so that a seeded env replays one that samples). Any other agent
 (``greedy``, ``expert``, ``mc``, a class of your own) gets its own copy for every opponent
@@ -144,9 +145,13 @@ def batched_opponent(opponent: Any,
 
 
 def has_batched_policy(agent: Any) -> bool:
-    """Whether ``agent``'s class defines a method ``policy(observations, masks)``, as a
-    bundle's does. An attribute that happens to be named ``policy`` (a network an agent keeps,
-    say) does not count: that agent is asked through ``act`` like any other."""
+    """Whether ``agent``'s class defines a method ``policy(observations, masks)`` and reads
+    no view (``uses_view = False``), as a bundle does. An attribute that happens to be named
+    ``policy`` (a network an agent keeps, say), or a helper of that name on an agent that reads
+    the view, does not count: that agent is asked through ``act``, and reset every match, like
+    any other."""
+    if getattr(agent, "uses_view", True) is not False:
+        return False
     method = getattr(agent, "policy", None)
     if not inspect.ismethod(method) or not callable(getattr(type(agent), "policy", None)):
         return False

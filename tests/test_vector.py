@@ -913,6 +913,39 @@ def test_vec_env_asks_an_agent_with_a_policy_attribute_through_act():
         env.step(env.action_masks().argmax(axis=1))
 
 
+class HasAPolicyHelper(KeepsANetworkAsPolicy):
+    """An agent of one's own with a two-argument method named ``policy`` that reads the view
+    (the protocol's default): it plays through ``act``, reset every match with its seat."""
+    name = "helper"
+
+    def __init__(self):
+        super().__init__()
+        del self.policy
+        self.acted = 0
+
+    def policy(self, observation, view):
+        return int(np.flatnonzero(observation["action_mask"])[0])
+
+    def act(self, observation, view):
+        assert view is not None and view["seat"] in (1, 2, 3)
+        self.acted += 1
+        return self.policy(observation, view)
+
+
+def test_vec_env_asks_an_agent_with_a_policy_helper_that_reads_the_view_through_act():
+    from arschloch_env.vector_env import ArschlochVecEnv, MirroredOpponent
+    env = ArschlochVecEnv("culo", 4, num_envs=2, seed=0, seat=0,
+                          opponent=HasAPolicyHelper(), rounds=1)
+    assert isinstance(env.opponent, MirroredOpponent)
+    env.reset()
+    for _ in range(60):
+        env.step(env.action_masks().argmax(axis=1))
+    copies = [agent for row in env.opponent.agents.values() for agent in row
+              if agent is not None]
+    assert copies and sum(a.acted for a in copies) > 0
+    assert {seat for a in copies for seat in a.resets} == {1, 2, 3}
+
+
 def test_vec_env_takes_a_bundle_path_as_a_path(tmp_path):
     from pathlib import Path
     from arschloch_env.vector_env import ArschlochVecEnv, SharedOpponent
