@@ -389,6 +389,22 @@ def test_an_interrupted_rerun_keeps_the_complete_report_it_would_replace(tmp_pat
     assert not (tmp_path / "out-partial-partial").exists()
 
 
+def test_a_label_with_a_bar_keeps_the_markdown_tables_in_their_columns(tmp_path):
+    import itertools
+    import shutil
+
+    from train.report import markdown_report
+    bot = tmp_path / "a|b"
+    shutil.copytree(ROOT / "bots" / "ppo_culo_4p", bot)
+    res = run_tournament("culo", [str(bot), "greedy"], deals=2, seed=1, players=4, jobs=1)
+    assert str(bot) in res.labels
+    text = markdown_report(res) + "\n\n" + text_report(res)
+    assert text.count("a\\|b |") == 4  # the main table twice, places, score by seat
+    for is_table, block in itertools.groupby(text.splitlines(), lambda l: l.startswith("|")):
+        if is_table:  # every row of a table as many columns as its header
+            assert len({line.replace("\\|", "").count("|") for line in block}) == 1
+
+
 def test_sighup_stops_a_tournament_in_worker_processes_and_keeps_what_finished(tmp_path):
     """A closed terminal sends SIGHUP to the command and its workers: the workers end, the
     command keeps the finished deals as on Ctrl-C and exits 128 + 1."""

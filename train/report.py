@@ -58,6 +58,11 @@ def headline(res: TournamentResult) -> str:
             f"seed {res.seed}; {level_text(res.level)} CI over {unit}s{status}")
 
 
+def cell(label: str) -> str:
+    """A bot label as a Markdown table cell: a ``|`` in it would start another column."""
+    return label.replace("|", "\\|")
+
+
 def markdown_table(res: TournamentResult) -> str:
     """One row per bot: every metric with its interval, and the OpenSkill rating."""
     cols = res.metric_names()
@@ -68,7 +73,7 @@ def markdown_table(res: TournamentResult) -> str:
     seats = {b["label"]: b["seats"] for b in res.bots}
     for b in order:
         ms = res.metrics.get(b, {})
-        cells = [b, str(seats[b])]
+        cells = [cell(b), str(seats[b])]
         for m in cols:
             cells.append(_est(ms.get(m), pct=m in ("president", "arschloch", "win"),
                               digits=2 if m == "place" else 3))
@@ -133,12 +138,12 @@ def markdown_report(res: TournamentResult) -> str:
         "|---|" + "---|" * r["num_players"]]
     for b in res.labels:
         share = res.places[b]["share"]
-        lines.append(f"| {b} | " + " | ".join(f"{s:.1%}" for s in share) + " |")
+        lines.append(f"| {cell(b)} | " + " | ".join(f"{s:.1%}" for s in share) + " |")
     lines += ["", "## Score by seat", "", "| bot | " + " | ".join(
         f"seat {s}" for s in range(r["num_players"])) + " |",
         "|---|" + "---|" * r["num_players"]]
     for b in res.labels:
-        lines.append(f"| {b} | " + " | ".join("-" if v is None else f"{v:.3f}"
+        lines.append(f"| {cell(b)} | " + " | ".join("-" if v is None else f"{v:.3f}"
                                               for v in res.by_seat[b]) + " |")
     lines += ["", "## Bots", ""] + [f"- `{b['label']}`: `{b['spec']}`" for b in res.bots]
     lines += ["", f"Rules: `{json.dumps(r)}`", ""]
