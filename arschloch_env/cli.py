@@ -256,8 +256,12 @@ def check_support(agents: list, specs: list, rules: Rules) -> None:
 
 def support_detail(agent, rules: Rules) -> str:
     """``": <why>"`` when the agent can tell why it does not support ``rules`` (a bundle
-    names the field its manifest does not cover), else ``""``."""
+    names the field its manifest does not cover, and so does mc for the bundle it searches
+    with), else ``""``."""
     from agents.bundle import BundleAgent, BundleError, check_rules
+    from agents.mc import MCAgent
+    if isinstance(agent, MCAgent) and agent.policy is not None:
+        return support_detail(agent.policy, rules)
     if isinstance(agent, BundleAgent):
         try:
             check_rules(agent.manifest, rules.to_dict())

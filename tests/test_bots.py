@@ -313,7 +313,8 @@ def test_mc_over_a_policy_supports_the_policys_rules_only():
     assert MCAgent().supports(make_rules("tavern", 4).to_dict())
     assert mc.supports(make_rules("culo", 4).to_dict())
     assert not mc.supports(make_rules("tavern", 4).to_dict())
-    with pytest.raises(TournamentError, match="does not support"):
+    with pytest.raises(TournamentError, match=r"does not support these rules \(tavern, 4 "
+                       r"players\): bundle: trained for preset\(s\) \['culo.*'tavern'"):
         run_tournament("tavern", [mc, "expert"], deals=1, seed=1, players=4)
 
 
