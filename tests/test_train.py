@@ -382,6 +382,23 @@ def test_resume_refuses_changes_the_checkpoint_fixes(smoke_run, args, says):
     assert (smoke_run / "config.yaml").read_text() == before
 
 
+def test_resume_refuses_a_run_whose_checkpoints_folder_cannot_be_written(smoke_run,
+                                                                         monkeypatch, capsys):
+    """Up front, not at the first checkpoint after the training (os.access stands in for a
+    folder its user cannot write: root writes every folder)."""
+    import arschloch_env.cli as cli_module
+
+    real = os.access
+    monkeypatch.setattr(cli_module.os, "access", lambda path, mode: (
+        Path(path).name != "checkpoints" and real(path, mode)))
+    before = sorted(p.name for p in smoke_run.rglob("*"))
+    assert cli_module.main(["train", "--run-dir", str(smoke_run), "--resume",
+                            "--set", "total_steps=100000"]) == 2
+    err = capsys.readouterr().err
+    assert f"--run-dir {str(smoke_run)!r}: checkpoints/" in err and "not a writable" in err
+    assert sorted(p.name for p in smoke_run.rglob("*")) == before
+
+
 def test_resuming_a_finished_run_writes_nothing(smoke_run):
     def files():
         return {p: p.stat().st_mtime_ns for p in smoke_run.rglob("*") if p.is_file()}

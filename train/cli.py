@@ -110,6 +110,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     run_dir = args.run_dir or default_run_dir(args.config, cfg.seed)
     check_out_dir(run_dir, f"--run-dir {run_dir!r}")
+    for folder in ("checkpoints", "league", "tb"):  # a resumed run's, written into later
+        if (Path(run_dir) / folder).is_dir():
+            check_out_dir(str(Path(run_dir) / folder), f"--run-dir {run_dir!r}: {folder}/")
     try:
         final = train(cfg, run_dir, resume=args.resume, progress=args.progress)
     except ConfigError as exc:
