@@ -22,12 +22,11 @@ the kernels), a callable ``opponent(obs, mask) -> actions`` on batches (float32 
 (an object with ``act``, or its spec: a built-in name, a bundle path, ``package.module:Class``).
 An agent whose class defines a batched method ``policy(observations, masks) -> (actions,
 logits)`` and reads no view (``uses_view = False``; a bundle) plays every opponent seat as one
-object, its whole batch in one call, so
-it must keep no state between moves (it is reset once per ``reset()``, as seat 0, with a seed
-drawn from the env's, so that a seeded env replays one that samples). Any other agent
-(``greedy``, ``expert``, ``mc``, a class of your own) gets its own copy for every opponent
-seat of every game, reset with its seat at the start of every match, as the agent protocol
-has it, and is asked row by row at Python speed; one that reads
+object, its whole batch in one call, so it must keep no state between moves (it is reset once
+per ``reset()``, as seat 0, with a seed drawn from the env's, so that a seeded env replays one
+that samples). Any other agent (``greedy``, ``expert``, ``mc``, a class of your own) gets its
+own copy for every opponent seat of every game, reset with its seat at the start of every
+match, as the agent protocol has it, and is asked row by row at Python speed; one that reads
 the public view gets it from a reference game per table that follows the batched one move for
 move (:class:`MirroredOpponent`). An action an agent returns that is not a legal id raises
 :class:`~agents.runner.AgentError` naming it and its seat, and the env then refuses to step

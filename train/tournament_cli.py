@@ -82,7 +82,7 @@ def _check_results_paths(out: str, with_plots: bool) -> None:
     # every report file is written or, a plot under --no-plots, removed: only an earlier
     # tournament's (its results.json says so) may be
     present = [name for name in FILES if (Path(out) / name).is_file()]
-    if present and not _is_tournament_results(Path(out) / "results.json"):
+    if present and _tournament_results(Path(out) / "results.json") is None:
         raise CliError(f"--out {out!r} holds {', '.join(present)}, which are not an earlier "
                        f"tournament's report (no results.json of one beside them) and which "
                        f"the report would replace; give another --out")
@@ -98,10 +98,6 @@ def _tournament_results(path: Path) -> dict | None:
     if isinstance(data, dict) and str(data.get("format")).startswith(FORMAT.split("/")[0]):
         return data
     return None
-
-
-def _is_tournament_results(path: Path) -> bool:
-    return _tournament_results(path) is not None
 
 
 def _holds_complete_report(out: str) -> bool:
@@ -154,7 +150,8 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
             out = str(fresh_directory(out))
         elif not res.complete and _holds_complete_report(out):
             # a stopped rerun keeps the finished report it would have replaced
-            out = str(fresh_directory(f"{out.rstrip('/')}-partial"))
+            where = Path(out).resolve()
+            out = str(fresh_directory(where.with_name(f"{where.name}-partial")))
         written = write_outputs(res, out, with_plots=not args.no_plots)
         print(f"\nwrote {', '.join(p.name for p in written)} to {out}")
     if args.record:
