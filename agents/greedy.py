@@ -6,6 +6,11 @@
 * gives away its lowest cards (exchange return and left-over lay);
 * takes the highest face-up left-over card.
 
+It looks no further than the move: under ``no_finish_on_top`` (culo) it may shed the last card
+below the top rank and be left holding only top cards, which places it last (in about one
+round in twelve at an all-greedy 4-player culo table). It is the baseline the ladder starts
+from, kept as it is so that figures against it stay comparable.
+
 It reads only the observation (its hand slice and the action mask), never the view.
 """
 
