@@ -14,7 +14,7 @@ from agents.random_agent import RandomAgent
 from agents.runner import play_match
 from arschloch_env.engine import Game
 from arschloch_env.records import RecordError, RecordWriter, read_events, read_matches
-from arschloch_env.replay import replay_file, replay_match
+from arschloch_env.replay import replay_file, replay_match, replay_matches
 from arschloch_env.single import SingleSeatEnv
 
 FIELDS = {
@@ -605,13 +605,37 @@ def test_truncated_record(tmp_path):
     text = "".join(json.dumps(e) + "\n" for e in g.events)
     path = tmp_path / "t.jsonl"
     path.write_text(text[: len(text) // 2].rsplit("\n", 1)[0] + "\n")
-    with pytest.raises(RecordError, match="truncated"):
+    with pytest.raises(RecordError, match="has no match_end; the file is truncated"):
         replay_file(path)
+    # a whole match, then half of the next (cut at a line's end): the first is replayed, then
+    # the reading fails where the second breaks off
+    second = "".join(json.dumps(e) + "\n" for e in random_match("culo", 4, 12).events)
+    path.write_text(text + second[: len(second) // 2].rsplit("\n", 1)[0] + "\n")
+    matches = replay_matches(path)
+    assert next(matches).ok
+    with pytest.raises(RecordError, match="has no match_end; the file is truncated"):
+        next(matches)
     path.write_text(text[: len(text) // 2])                # cut in the middle of a line
     with pytest.raises(RecordError, match="not valid JSON|truncated"):
         replay_file(path)
     with pytest.raises(RecordError, match="does not exist"):
         list(read_events(tmp_path / "missing.jsonl"))
+
+
+def test_a_field_missing_or_added_with_a_null_value_is_a_difference():
+    """A null-valued field and no field are not the same record: a seedless match whose
+    header lost its ``seed``, or an event with an extra null field, does not replay."""
+    rules = arschloch_env.make_rules("culo", 4, rounds=1)
+    g = play_match(rules, [RandomAgent() for _ in range(4)], seed=None, record=True,
+                   labels=["random"] * 4)
+    assert g.events[0]["seed"] is None
+    for edit, says in [(lambda ev: ev[0].pop("seed"), "seed: the record has none"),
+                       (lambda ev: next(e for e in ev if e["event"] == "play")
+                        .update(bogus=None), "bogus: the record has null, the rules give none")]:
+        events = json.loads(json.dumps(g.events))
+        edit(events)
+        res = replay_match(list(enumerate(events, 1)))
+        assert not res.ok and says in res.error, res.error
 
 
 def test_new_match_before_end(tmp_path):
