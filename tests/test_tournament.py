@@ -115,6 +115,18 @@ def test_one_bundle_under_two_spellings_is_one_bot(monkeypatch):
 
 # -- figures from known inputs ----------------------------------------------------------------
 
+def test_tied_winners_share_the_match_win():
+    """Two seats tied for the win (a points target) get half a win each: the win shares of a
+    game add up to one, whoever tied."""
+    from fractions import Fraction
+
+    from train.tournament import _game_means
+    game = {"seating": [0, 1, 1, 1], "rounds": [[1, 2, 3, 4], [2, 1, 3, 4]], "winners": [0, 1]}
+    cand, field = _game_means(game, 4, 2)
+    assert cand["win"] == Fraction(1, 2) and field["win"] == Fraction(1, 6)  # per seat held
+    assert cand["win"] * 1 + field["win"] * 3 == 1
+
+
 def test_summary_of_known_blocks_by_hand():
     """Three players, the candidate (0) against two copies of the field (1).
 
