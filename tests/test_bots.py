@@ -269,6 +269,25 @@ def test_builtin_specs():
         assert isinstance(make_agent(name), cls)
 
 
+def test_mc_playouts_score_the_round_points_of_the_seat():
+    from agents.mc import playout
+    rules = make_rules("culo", 4, rounds=1)
+    for seat in range(4):
+        g = Game(rules, seed=5, record=True, auto_pass=True)
+        got = playout(g, seat)
+        end = [e for e in g.events if e["event"] == "round_end"][-1]
+        assert got == end["points"][f"player_{seat}"] == 4 - end["places"][f"player_{seat}"]
+
+
+def test_mc_beats_greedy():
+    """The search maximises the round points: a sign error or a place in their stead would
+    choose the worst moves, all of them legal."""
+    from train.tournament import run_tournament
+    res = run_tournament("culo", [MCAgent(budget=16, min_worlds=4), "greedy"], deals=12,
+                         seed=3, players=4, jobs=1)
+    assert res.paired[0]["metrics"]["rank_points"].low > 0
+
+
 def test_mc_is_deterministic_given_the_seed():
     rules = make_rules("tavern", num_players=4, rounds=1)
 
