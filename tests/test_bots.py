@@ -411,6 +411,17 @@ def test_ladder_random_greedy_expert(preset):
     assert duplicate_diff(preset, ExpertAgent, GreedyAgent, 30) > 0.1
 
 
+@pytest.mark.parametrize("preset, expert_over_greedy", [("culo", 31 / 60), ("tavern", 11 / 40)])
+def test_the_baselines_play_as_when_the_figures_were_measured(preset, expert_over_greedy):
+    """expert and greedy are the yardsticks of every figure in the README and the bundles'
+    evaluations: a change to how either plays, even one that keeps every move legal, shows
+    here first (update the pin only with the figures measured again)."""
+    from train.tournament import run_tournament
+    res = run_tournament(preset, ["expert", "greedy"], deals=40, seed=11, players=4, jobs=1)
+    assert res.paired[0]["metrics"]["rank_points"].mean == pytest.approx(expert_over_greedy,
+                                                                          abs=1e-12)
+
+
 def test_play_match_takes_agent_specs():
     """Specs play as the agents they name: the same match as with those agents given."""
     specs = play_match("culo", ["expert", GreedyAgent(), "random", "greedy"], seed=3,
