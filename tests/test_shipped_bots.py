@@ -83,6 +83,40 @@ def test_bundle_graph_run_directly_answers_no_action_for_a_row_it_cannot_answer(
 
 
 @pytest.mark.parametrize("bot", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_bundle_policy_is_its_graph_on_the_observations_leading_values(bot):
+    """A bundle of an older observation layout reads the leading values of today's
+    observation (the layouts only ever append): its answers are the graph's on them, in the
+    positions of real games."""
+    import onnxruntime as ort
+
+    from agents.bundle import load_bundle
+    from arschloch_env.engine import Game
+    from arschloch_env.observation import Encoder
+    from arschloch_env.rules import make_rules
+
+    agent = load_bundle(bot)
+    session = ort.InferenceSession(str(bot / "policy.onnx"), providers=["CPUExecutionProvider"])
+    manifest = json.loads((bot / "manifest.json").read_text())
+    rules = make_rules(manifest["rules"]["preset"], manifest["players"][0], rounds=1)
+    obs, masks = [], []
+    for seed in range(3):
+        game = Game(rules, seed=seed, auto_pass=True)
+        encoder = Encoder(game.R)
+        while game.phase != "over":
+            o = encoder.observation(game, game.current)
+            obs.append(o["observation"])
+            masks.append(o["action_mask"])
+            game.step(int(np.flatnonzero(o["action_mask"])[0]))
+    x, m = np.array(obs), np.array(masks)
+    assert x.shape[1] >= agent.input_size
+    action, logits = agent.policy(x, m)
+    want_action, want_logits = session.run(["action", "logits"], {
+        "observation": np.ascontiguousarray(x[:, :agent.input_size]), "action_mask": m})
+    assert action.tolist() == want_action.tolist()
+    assert np.array_equal(logits, want_logits)
+
+
+@pytest.mark.parametrize("bot", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_bundle_plays_every_table_size_it_was_trained_for(bot):
     manifest = json.loads((bot / "manifest.json").read_text())
     for n in manifest["players"]:
