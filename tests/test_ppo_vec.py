@@ -384,6 +384,49 @@ def test_update_entropy_is_over_legal_actions_and_a_single_legal_action_or_row_i
     assert all(torch.equal(a, b) for a, b in zip(before, nets.actor.parameters()))
 
 
+def test_update_losses_by_hand_at_the_collecting_policy():
+    """One minibatch whose log-probabilities and values are the networks' own (every ratio
+    1), with advantages far from mean 0: the policy loss is that of the minibatch's normalised
+    advantages (0), the value loss the squared advantage (the target is advantage plus the
+    old value), and the loss the policy loss, minus the entropy bonus, plus the value term."""
+    import torch
+
+    from train import ppo_vec
+    from train.ppo_vec_seats import masked_log_softmax
+
+    cfg = load_config(CONFIGS[0], ["ppo.net_arch=[8]", "vec.critic_state=false",
+                                   "ppo.n_epochs=1", "vec.minibatches=1"])
+    torch.manual_seed(0)
+    O, A, T, B = 5, 4, 6, 3
+    nets = ppo_vec.Nets(ppo_vec.mlp([O, 8, A], "relu", 1.0), ppo_vec.mlp([O, 8, 1], "relu", 1.0),
+                        False, "relu")
+    buf = ppo_vec.Rollout(T, B, O, None, A)
+    rng = np.random.default_rng(1)
+    buf.obs[:] = rng.normal(size=buf.obs.shape)
+    buf.mask[..., [0, 1, 3]] = 1
+    buf.action[:] = rng.choice([0, 1, 3], size=buf.action.shape)
+    with torch.no_grad():
+        x = torch.from_numpy(buf.obs)
+        logp = masked_log_softmax(nets.actor(x), torch.from_numpy(buf.mask.astype(bool)))
+        buf.logp[:] = logp.gather(-1, torch.from_numpy(buf.action)[..., None])[..., 0].numpy()
+        buf.value[:] = nets.critic(x)[..., 0].numpy()
+        p = logp.exp()
+        entropy = float(-(p * logp.clamp(min=ppo_vec.LOGP_FLOOR) * torch.from_numpy(
+            buf.mask.astype(bool)))[ppo_vec.CARRIED:].sum(-1).mean())
+    valid = np.zeros(buf.action.shape, bool)
+    valid[ppo_vec.CARRIED:] = True
+    adv = (3 + 5 * rng.normal(size=valid.shape)).astype(np.float32)
+    out = ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf, adv, valid, cfg,
+                             torch.Generator().manual_seed(0), "cpu")
+    assert out["policy_gradient_loss"] == pytest.approx(0.0, abs=1e-5)
+    assert out["value_loss"] == pytest.approx(float(np.mean(adv[valid] ** 2)), rel=1e-5)
+    assert -out["entropy_loss"] == pytest.approx(entropy, rel=1e-5)
+    assert out["loss"] == pytest.approx(out["policy_gradient_loss"]
+                                        + cfg.ppo.ent_coef * out["entropy_loss"]
+                                        + cfg.ppo.vf_coef * out["value_loss"], rel=1e-5)
+    assert out["loss"] < cfg.ppo.vf_coef * out["value_loss"]  # the bonus lowers it
+
+
 @pytest.mark.parametrize("bfloat16", [False, True])
 def test_the_update_starts_from_the_policy_that_collected(tmp_path, bfloat16):
     """At learning rate 0 the update recomputes the collecting policy's log-probabilities:
