@@ -6,22 +6,29 @@ nothing from gymnasium, pettingzoo or torch; ``env``/``raw_env`` load PettingZoo
 
 import importlib
 import importlib.util
+from typing import TYPE_CHECKING
 
-from arschloch_env.engine import Game, IllegalActionError
-from arschloch_env.rules import PRESETS, Rules, RulesError, make_rules
+if TYPE_CHECKING:
+    from arschloch_env.arschloch import env, raw_env
+    from arschloch_env.engine import Game, IllegalActionError
+    from arschloch_env.rules import PRESETS, Rules, RulesError, make_rules
+    from arschloch_env.single import SingleSeatEnv
 
 __all__ = ["Game", "IllegalActionError", "PRESETS", "Rules", "RulesError", "make_rules", "env",
            "raw_env", "SingleSeatEnv"]
 __version__ = "0.1.0"
 
+_HOME = {"Game": "engine", "IllegalActionError": "engine", "PRESETS": "rules", "Rules": "rules",
+         "RulesError": "rules", "make_rules": "rules", "env": "arschloch", "raw_env": "arschloch",
+         "SingleSeatEnv": "single"}
+"""The module of each name above. Each loads on first use, so that ``import arschloch_env``
+loads nothing: the ``arschloch`` command's guard against a Ctrl-C while it starts
+(:mod:`arschloch_env.launch`) then covers numpy and the engine too."""
+
 
 def __getattr__(name: str):
-    if name in ("env", "raw_env"):
-        from arschloch_env import arschloch
-        return getattr(arschloch, name)
-    if name == "SingleSeatEnv":
-        from arschloch_env.single import SingleSeatEnv
-        return SingleSeatEnv
+    if name in _HOME:
+        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
     if _is_submodule(name):
         # Loaded on first access (as after an import statement), so that
         # ``arschloch_env.observation`` or ``help(arschloch_env.arschloch)`` work in a fresh

@@ -22,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 
+from arschloch_env.launch import EXIT_INTERRUPTED, loading_interrupted
 from arschloch_env.rules import (
     FIELD_NAMES, PRESETS, Rules, RulesError, make_rules, make_rules_for_seats, parse_override,
 )
@@ -100,10 +101,6 @@ def open_record(record: str | None, inputs: dict[str, list[str]]):
         return RecordWriter(record)
     except (ValueError, OSError) as exc:
         raise CliError(f"--record {record!r}: {exc}") from None
-
-
-EXIT_INTERRUPTED = 130
-"""The exit status after Ctrl-C: 128 + SIGINT, as a shell reports a process it stopped."""
 
 
 class Interrupted(Exception):
@@ -468,8 +465,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
+    try:
+        parser = build_parser()  # loads every command's module
+        args, unknown = parser.parse_known_args(argv)
+    except KeyboardInterrupt:
+        return loading_interrupted()
     if unknown:
         # the command's own usage and name, not the top-level parser's
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")

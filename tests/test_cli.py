@@ -516,6 +516,42 @@ def test_ctrl_c_exits_130_with_one_line(monkeypatch, capsys, raised, line):
     assert captured.err.splitlines() == [line] and captured.out == ""
 
 
+LOADING_INTERRUPTED = "arschloch: interrupted (Ctrl-C) while starting; nothing was done"
+
+
+def test_ctrl_c_while_the_command_loads_exits_130_with_one_line():
+    """The console script's guard: a Ctrl-C while the command line's modules import (here
+    raised by an import hook at the first of them) is one line, not a traceback. It covers
+    the package's own import because that loads nothing."""
+    script = (
+        "import sys\n"
+        "class Hook:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'arschloch_env.cli':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Hook())\n"
+        "from arschloch_env.launch import main\n"
+        "loaded = [m for m in ('numpy', 'arschloch_env.engine') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+        "sys.exit(main())\n")
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, cwd=ROOT)
+    assert res.returncode == 130 and res.stderr.splitlines() == [LOADING_INTERRUPTED], res.stderr
+    with open(ROOT / "pyproject.toml", encoding="utf-8") as f:
+        assert 'arschloch = "arschloch_env.launch:main"' in f.read()
+
+
+def test_ctrl_c_while_the_commands_parser_is_built_exits_130_with_one_line(monkeypatch, capsys):
+    import arschloch_env.cli as cli_module
+
+    def build_parser():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_module, "build_parser", build_parser)
+    assert cli_module.main(["rules"]) == 130
+    assert capsys.readouterr().err.splitlines() == [LOADING_INTERRUPTED]
+
+
 @pytest.mark.parametrize("command", ["simulate", "play"])
 def test_record_never_overwrites_an_input(tmp_path, command):
     """simulate and play refuse a --record that is the rules file or a file of a bundle
