@@ -146,6 +146,26 @@ def test_place_rewards_are_zero_sum_per_round(preset, n):
     assert totals == pytest.approx(want)
 
 
+def test_the_end_of_a_match_terminates_every_agent_and_truncates_none():
+    """PettingZoo's api_test and agent_iter take either flag; a match that ends is a
+    termination (truncation is for a cut-off episode), for every agent at once."""
+    env = short_env("culo", 3)
+    env.reset(seed=3)
+    while not any(env.terminations.values()):
+        mask = env.observe(env.agent_selection)["action_mask"]
+        env.step(int(np.flatnonzero(mask)[0]))
+    assert all(env.terminations.values()) and not any(env.truncations.values())
+
+
+def test_a_drawn_seat_is_every_seat_in_turn_of_the_seeds():
+    seats = set()
+    for seed in range(40):
+        _, info = SingleSeatEnv(rules="culo", num_players=4, seat=None, rounds=1).reset(
+            seed=seed)
+        seats.add(info["seat"])
+    assert seats == {0, 1, 2, 3}
+
+
 def test_points_rewards():
     env = short_env("tavern", 4, reward="points")
     totals, _ = play_random_episode(env, seed=1)
@@ -440,15 +460,18 @@ def test_single_seat_opponent_specs():
         return int(np.flatnonzero(observation["action_mask"])[0])
 
     env = SingleSeatEnv(rules="culo", num_players=4, seat=0,
-                        opponents=["greedy", lowest, "agents.random_agent:RandomAgent"],
+                        opponents=[lowest, "greedy", "agents.random_agent:RandomAgent"],
                         rounds=1)
     env.reset(seed=4)
-    assert [type(a).__name__ for a in env.opponents] == ["GreedyAgent", "CallableAgent",
+    assert [type(a).__name__ for a in env.opponents] == ["CallableAgent", "GreedyAgent",
                                                          "RandomAgent"]
+    # clockwise from the learner's left: the first opponent plays seat 1
+    assert {s: type(a).__name__ for s, a in env.seat_agents.items()} == {
+        1: "CallableAgent", 2: "GreedyAgent", 3: "RandomAgent"}
     done = False
     while not done:
         _, _, done, _, _ = env.step(int(np.flatnonzero(env.action_masks())[0]))
-    assert calls and set(calls) == {2}
+    assert calls and set(calls) == {1}
 
 
 def test_single_seat_render(capsys):
@@ -730,7 +753,7 @@ def test_single_seat_record_names_the_learner_and_its_opponents(tmp_path):
     from arschloch_env.records import read_matches
     path = tmp_path / "rec.jsonl"
     fixed = SingleSeatEnv(rules="culo", num_players=4, rounds=1, seat=2, record_path=str(path),
-                          opponents=["greedy", "random", GreedyAgent()])
+                          opponents=["greedy", "random", "expert"])
     _play_single_match(fixed, 0)
     # a league's opponents, drawn per match, are named by their agents
     drawn = SingleSeatEnv(rules="culo", num_players=3, rounds=1, seat=None,
@@ -740,7 +763,7 @@ def test_single_seat_record_names_the_learner_and_its_opponents(tmp_path):
     fixed.close()
     drawn.close()
     (_, match), = [m[0] for m in read_matches(path)]
-    assert match["agents"] == {"player_0": "random", "player_1": "greedy",
+    assert match["agents"] == {"player_0": "random", "player_1": "expert",
                                "player_2": "learner", "player_3": "greedy"}
     (_, match), = [m[0] for m in read_matches(tmp_path / "drawn.jsonl")]
     learner = f"player_{drawn.seat}"
