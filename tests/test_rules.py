@@ -330,6 +330,9 @@ def test_card_notation():
     assert parse_card("AD", idx) == (7, 3)
     hand = cards_to_hand(["AS", "7D", "TH", "7C"], idx)
     assert hand_cards(hand, make_rules("culo").rank_order) == ["7C", "7D", "TH", "AS"]
+    # typed by a person: either case
+    assert parse_card("th", idx) == parse_card("tH", idx) == (3, 2)
+    assert cards_to_hand(["as", "7d", "th", "7c"], idx) == hand
 
 
 @pytest.mark.parametrize("text,words", [

@@ -144,6 +144,14 @@ def test_ppo_vec_minibatches_of_a_sample_or_less_are_refused():
                               "vec.minibatches=128"]).vec.minibatches == 128
 
 
+def test_ppo_vec_rollouts_shorter_than_two_turns_of_the_largest_table_are_refused():
+    with pytest.raises(ConfigError, match=r"vec.rollout_steps: 11 is too short for tables of "
+                                          r"6; at least 12"):
+        load_config(None, ["algo=ppo-vec", "players=[3,6]", "vec.rollout_steps=11"])
+    assert load_config(None, ["algo=ppo-vec", "players=[3,6]",
+                              "vec.rollout_steps=12"]).vec.rollout_steps == 12
+
+
 def test_players_left_out_are_the_table_size_the_rules_name(tmp_path):
     """As clone and tournament take it: a rules file's or rules_overrides' num_players (it
     trained at 4 players, or refused the overrides as 'given as 4 and as 3')."""
