@@ -1635,6 +1635,25 @@ def test_an_env_worker_skips_a_snapshot_pruned_while_it_read_the_pool(tmp_path, 
     assert len(sampler._pool) == 1 and len(agents) == 3
 
 
+def test_the_league_sampler_draws_every_snapshot_alike_and_current_without_any(tmp_path):
+    from collections import Counter
+
+    from agents.mlp import MLP
+    from train.league import League, LeagueSampler
+    sampler = LeagueSampler(tmp_path, {"snapshots": 1.0})
+    pool = League(tmp_path, 5)
+    rng = np.random.default_rng(0)
+    current = MLP([(rng.normal(size=(49, 413)).astype(np.float32), np.zeros(49, np.float32))])
+    pool.update_current(current)
+    assert {a.name for a in sampler(rng, 4)} == {"current"}  # no snapshot yet
+    snaps = [MLP([(np.full((49, 413), i, np.float32), np.zeros(49, np.float32))])
+             for i in range(3)]
+    for i, mlp in enumerate(snaps):
+        pool.add_snapshot(mlp, i + 1)
+    drawn = Counter(float(a.mlp.layers[0][0][0, 0]) for a in sampler(rng, 300))
+    assert set(drawn) == {0.0, 1.0, 2.0} and min(drawn.values()) > 70, drawn
+
+
 def test_the_league_sampler_loads_a_bundle_once(tmp_path, monkeypatch):
     import agents.bundle
     from conftest import calls_of
