@@ -453,6 +453,38 @@ def bundle(tmp_path_factory):
     return out, model
 
 
+def test_sb3_envs_take_the_table_sizes_in_turn(tmp_path):
+    from train.sb3_trainer import make_env
+    cfg = load_config(SMOKE, ["players=[3,5]", "n_envs=4"])
+    sizes = []
+    for i in range(cfg.n_envs):
+        env = make_env(cfg, i, tmp_path)()
+        sizes.append(env.unwrapped.rules.num_players)
+        env.close()
+    assert sizes == [3, 5, 3, 5]
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+def test_policy_mlp_takes_the_sb3_actor_with_its_activation(activation):
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from arschloch_env.single import SingleSeatEnv
+    from train.export import policy_mlp
+    env = SingleSeatEnv(rules="culo", num_players=4, mask_in_observation=False)
+    act = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}[activation]
+    model = MaskablePPO("MlpPolicy", env, seed=0, device="cpu",
+                        policy_kwargs=dict(net_arch=[16, 8], activation_fn=act))
+    mlp = policy_mlp(model)
+    assert mlp.activation == activation
+    obs, _ = _observations(200)
+    with torch.no_grad():
+        ref = model.policy.get_distribution(torch.as_tensor(obs)).distribution.logits.numpy()
+    got = mlp(obs)
+    got, ref = got - got.max(1, keepdims=True), ref - ref.max(1, keepdims=True)
+    assert np.abs(got - ref).max() < 1e-5
+
+
 def test_onnx_bundle_matches_torch_policy(bundle):
     import torch
     out, model = bundle
