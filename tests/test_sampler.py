@@ -168,6 +168,10 @@ def test_exchange_knowledge_president_and_arschloch(seed):
     assert kp.forced[culo] == returned
     # The Arschloch holds no rank above the lowest it gave, besides what it got back.
     assert all(c >> 2 <= low for c in card_ids(g.hands[culo]) if c not in returned)
+    # and so its bound per rank above that is what it got back, not one card more
+    bound = kp.possible_counts(culo)
+    for r in range(low + 1, g.R):
+        assert bound[r] == min(sum(c >> 2 == r for c in returned), kp.sizes[culo]), r
     rng = np.random.default_rng(0)
     for _ in range(50):
         hands, fd = kp.sample(rng)
