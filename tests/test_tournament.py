@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from arschloch_env.cli import main as cli_main
+from arschloch_env.records import read_matches
 from arschloch_env.rules import make_rules
 from train.report import FILES, csv_text, text_report
 from train.tournament import (
@@ -436,6 +437,38 @@ def test_sighup_stops_a_tournament_in_worker_processes_and_keeps_what_finished(t
     assert not list(rec.parent.glob("*.part"))
     assert data["run"]["record_matches"] == 4 * data["deals_done"] > 0
     assert cli_main(["replay", "--quiet", str(rec)]) == 0
+
+
+def test_a_stop_as_a_deal_arrives_keeps_the_record_and_the_results_together(tmp_path,
+                                                                           monkeypatch):
+    """SIGHUP or SIGTERM raises at once (Ctrl-C only sets a flag): landing between keeping a
+    finished deal and writing its games, it left a deal in the results that the record
+    lacked (seen as 11 deals against 40 matches)."""
+    import signal
+
+    import train.tournament as tournament
+    from arschloch_env.cli import stopping_as_on_ctrl_c
+
+    class StopAtTheThirdDeal:
+        def __init__(self):
+            self.deals = 0
+
+        def update(self, games):
+            self.deals += 1
+            if self.deals == 3:
+                signal.raise_signal(signal.SIGHUP)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(tournament, "progress_bar", lambda *a, **k: StopAtTheThirdDeal())
+    rec = tmp_path / "games.jsonl"
+    with stopping_as_on_ctrl_c():
+        res = run_tournament("culo", ["greedy", "random"], deals=10, seed=1, players=4,
+                             jobs=1, record=rec)
+    assert res.run["interrupted"] and res.deals_done == 3
+    assert res.run["record_matches"] == 4 * res.deals_done
+    assert len(list(read_matches(rec))) == 4 * res.deals_done
 
 
 def test_a_bot_against_itself_differs_by_exactly_zero():

@@ -653,10 +653,12 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
         with writer or contextlib.nullcontext():
             try:
                 for block in source:
-                    done[block["deal"]] = block
-                    bar.update(len(block["games"]))
-                    while writer is not None and next_to_write in done:
-                        with interrupt_deferred():  # a deal's games are written whole
+                    # a deal the results keep is in the record too: a stop between keeping
+                    # and writing it would leave the two apart
+                    with interrupt_deferred():
+                        done[block["deal"]] = block
+                        bar.update(len(block["games"]))
+                        while writer is not None and next_to_write in done:
                             for events in done[next_to_write]["events"]:
                                 writer.write_match(events)
                             done[next_to_write]["events"] = None
