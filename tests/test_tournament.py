@@ -382,8 +382,8 @@ def test_an_interrupted_rerun_keeps_the_complete_report_it_would_replace(tmp_pat
     import train.tournament as tournament
 
     out = tmp_path / "out"
-    argv = ["tournament", "--bots", "greedy", "random", "--deals", "4", "--out", str(out),
-            "--no-plots", "--no-progress"]
+    argv = ["tournament", "--bots", "greedy", "random", "--deals", "4", "--jobs", "1",
+            "--out", str(out), "--no-plots", "--no-progress"]
     assert cli_main(argv) == 0
     finished = (out / "results.json").read_text()
     real = tournament.run_tournament
@@ -469,6 +469,29 @@ def test_a_stop_as_a_deal_arrives_keeps_the_record_and_the_results_together(tmp_
     assert res.run["interrupted"] and res.deals_done == 3
     assert res.run["record_matches"] == 4 * res.deals_done
     assert len(list(read_matches(rec))) == 4 * res.deals_done
+
+
+class StopSignalProbe(LowestAgent):
+    """Fails in a worker process whose SIGTERM or SIGHUP is not the default action."""
+
+    def reset(self, rules, seat, seed=None):
+        import signal
+        if os.getpid() != PARENT:
+            assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_DFL
+
+
+PARENT = os.getpid()
+
+
+def test_tournament_workers_end_on_sigterm_wherever_they_wait():
+    """The pool's terminate() sends SIGTERM; the command's handler, inherited, would run
+    only between bytecodes, and a worker waiting in a lock outlived it (a hang seen once)."""
+    from arschloch_env.cli import stopping_as_on_ctrl_c
+    with stopping_as_on_ctrl_c():
+        res = run_tournament("culo", [StopSignalProbe(), "random"], deals=4, seed=1,
+                             players=4, jobs=2)
+    assert res.complete and res.run["jobs"] == 2
 
 
 def test_a_bot_against_itself_differs_by_exactly_zero():

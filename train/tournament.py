@@ -59,7 +59,9 @@ from agents.base import (
     BUILTIN, AgentSpecError, agent_label, copy_agent, is_bundle_dir, make_agent,
 )
 from agents.runner import WorkerDied, play_match
-from arschloch_env.cli import interrupt_deferred, match_seed, progress_bar, support_detail
+from arschloch_env.cli import (
+    STOP_SIGNALS, interrupt_deferred, match_seed, progress_bar, support_detail,
+)
 from arschloch_env.rules import (
     Rules, RulesError, is_integer, make_rules, make_rules_for_seats,
 )
@@ -190,6 +192,11 @@ _WORKER: dict[str, BlockPlayer] = {}
 
 def _init_worker(player: BlockPlayer) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    # A handler inherited from the parent (SIGTERM and SIGHUP raise there) runs only between
+    # bytecodes: a worker waiting inside a lock would outlive the pool's terminate(), and the
+    # parent would wait for it forever. The default action ends it wherever it waits.
+    for s in STOP_SIGNALS:
+        signal.signal(s, signal.SIG_DFL)
     _WORKER["player"] = player
 
 
