@@ -220,6 +220,9 @@ class Rules:
 
 FIELD_NAMES = tuple(f.name for f in dataclasses.fields(Rules))
 
+TABLE_SIZES = range(3, 7)
+"""The table sizes the game is for: 3 to 6 players."""
+
 
 def _is_int(v: Any) -> bool:
     # A stored field is a plain int, as JSON has it (from_preset converts NumPy's first).
@@ -264,7 +267,7 @@ def _drop_same_preset(preset: str, overrides: dict[str, Any]) -> None:
 def _validate(r: Rules) -> None:
     if not isinstance(r.preset, str) or r.preset not in PRESETS:
         raise RulesError(f"preset: unknown preset {r.preset!r}; allowed: {', '.join(PRESETS)}")
-    if not _is_int(r.num_players) or not 3 <= r.num_players <= 6:
+    if not _is_int(r.num_players) or r.num_players not in TABLE_SIZES:
         raise RulesError(f"num_players: {r.num_players!r} is not allowed; the game is for "
                          f"3 to 6 players")
     order = r.rank_order

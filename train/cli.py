@@ -8,7 +8,7 @@ from pathlib import Path
 
 from arschloch_env.cli import (CliError, Interrupted, add_progress_args, add_rules_args,
                                check_out_dir, check_out_file, overrides_from_args)
-from arschloch_env.rules import is_integer
+from arschloch_env.rules import TABLE_SIZES, is_integer
 
 
 def add_train_parser(sub) -> None:
@@ -232,7 +232,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     rules = checkpoint_rules(checkpoint, meta)
     players = cfg.get("players", [rules["num_players"]])
     if not (isinstance(players, list) and players
-            and all(is_integer(n) and 3 <= n <= 6 for n in players)):
+            and all(is_integer(n) and n in TABLE_SIZES for n in players)):
         raise CliError(f"the metadata of {checkpoint} is damaged: its config's players are "
                        f"{players!r}, not a list of table sizes 3..6")
     evaluations = meta.get("evaluations", [])
@@ -321,7 +321,7 @@ def _cmd_clone(args: argparse.Namespace) -> int:
     for name in ("decisions", "epochs", "jobs"):
         if getattr(args, name) < 1:
             raise CliError(f"--{name} {getattr(args, name)}: must be at least 1")
-    if any(not 3 <= n <= 6 for n in args.players or []):
+    if any(n not in TABLE_SIZES for n in args.players or []):
         raise CliError(f"--players {args.players}: table sizes are 3..6")
     if any(h < 1 for h in args.net_arch):
         raise CliError(f"--net-arch {' '.join(map(str, args.net_arch))}: every hidden layer "

@@ -450,11 +450,11 @@ def check_rules(cfg: TrainConfig, players: int | None) -> None:
 
 
 def validate(cfg: TrainConfig) -> None:
-    from arschloch_env.rules import make_rules
+    from arschloch_env.rules import TABLE_SIZES, make_rules
 
     if cfg.algo not in ALGOS:
         raise ConfigError(f"algo: {cfg.algo!r} is not known; allowed: {', '.join(ALGOS)}")
-    if not cfg.players or any(not 3 <= n <= 6 for n in cfg.players):
+    if not cfg.players or any(n not in TABLE_SIZES for n in cfg.players):
         raise ConfigError(f"players: {cfg.players} must be a non-empty list of 3..6")
     for n in cfg.players:
         check_rules(cfg, n)
