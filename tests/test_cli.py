@@ -671,6 +671,8 @@ def test_a_training_command_without_the_training_extra_says_what_to_install(
     from arschloch_env.cli import main
     monkeypatch.chdir(tmp_path)
     monkeypatch.setitem(sys.modules, missing, None)  # import raises ModuleNotFoundError
+    for name in [m for m in sys.modules if m.startswith(f"{missing}.")]:
+        monkeypatch.delitem(sys.modules, name)  # loaded by a test before: found without it
     assert main([*argv, "--run-dir", "run"] if argv[0] == "train" else argv) == 2
     err = capsys.readouterr().err
     assert f"{missing} is not installed" in err and "pip install -e '.[train]'" in err, err
