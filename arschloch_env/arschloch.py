@@ -195,7 +195,7 @@ def observation_bounds(encoder: Encoder, rules: Rules) -> tuple[np.ndarray, np.n
 class raw_env(RefusesCopyWhileRecording, AECEnv):
     """The Arschloch AEC environment; see the module docstring."""
 
-    metadata = {"render_modes": ["ansi", "human"], "name": "arschloch_v0",
+    metadata = {"render_modes": ["ansi", "human"], "name": "arschloch_v0", "render_fps": 1,
                 "is_parallelizable": False}
 
     def __init__(self, rules: Rules | str | dict = "culo", num_players: int | None = None,

@@ -63,7 +63,7 @@ class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
             needs.
     """
 
-    metadata = {"render_modes": ["ansi", "human"]}
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
 
     def __init__(self, rules: Rules | str | dict = "culo", num_players: int | None = None,
                  seat: int | None = None, opponents: Any = None,

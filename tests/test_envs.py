@@ -299,6 +299,23 @@ def test_gymnasium_check_env():
             check_env(env, skip_render_check=True)
 
 
+@pytest.mark.parametrize("render_mode", [None, "ansi", "human"])
+def test_gymnasium_check_env_finds_nothing_to_warn_of(render_mode):
+    """Every check of Gymnasium's env checker passes without a warning, the render modes'
+    (which need ``render_fps``) included."""
+    import contextlib
+    import io
+
+    from gymnasium.utils.env_checker import check_env
+    env = gymnasium.make("arschloch_env.single:Arschloch-v0", rules="culo", num_players=4,
+                         render_mode=render_mode)
+    with warnings.catch_warnings(record=True) as caught, \
+            contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("always")
+        check_env(env.unwrapped)
+    assert [str(w.message) for w in caught] == []
+
+
 def test_gymnasium_make_and_make_vec_know_the_single_seat_env():
     import contextlib
     import io
