@@ -103,6 +103,22 @@ def test_train_cli_rejects_bad_config_cleanly(tmp_path):
     assert "the kit's configs are in configs/: ppo_culo_4p.yaml" in res.stderr
 
 
+def test_the_schedule_falls_due_at_each_multiple_or_the_first_step_past_it():
+    from train.callbacks import Schedule
+    cfg = load_config(None, ["league.snapshot_every=100", "eval.every=250",
+                             "checkpoint_every=1000"])
+    schedule = Schedule(cfg, steps=0)
+    due = [(step, [w for w in ("snapshot", "eval", "checkpoint") if schedule.due(w, step)])
+           for step in (99, 100, 100, 150, 250, 260, 510, 999, 1000)]
+    assert due == [(99, []), (100, ["snapshot"]), (100, []), (150, []),
+                   (250, ["snapshot", "eval"]), (260, []), (510, ["snapshot", "eval"]),
+                   (999, ["snapshot", "eval"]), (1000, ["snapshot", "eval", "checkpoint"])]
+    resumed = Schedule(cfg, steps=250)  # what was due at 250 went with the checkpoint there
+    assert [resumed.due("eval", s) for s in (250, 499, 500)] == [False, False, True]
+    never = Schedule(load_config(None, ["eval.every=0"]), steps=0)
+    assert not any(never.due("eval", s) for s in (1, 50_000, 10**9))
+
+
 def test_a_number_in_exponent_form_is_taken_for_an_int_field():
     """YAML 1.1 reads 2e7 as a string, as it reads 1e-4 (which float fields take)."""
     assert load_config(SMOKE, ["total_steps=2e7"]).total_steps == 20_000_000

@@ -48,9 +48,7 @@ class TrainingLoop(BaseCallback):
         self.best: float | None = run.best_score()
         self.illegal = int((meta or {}).get("illegal_actions", 0))
         steps = int((meta or {}).get("steps", 0))
-        self.next_snapshot = _next_multiple(steps, cfg.league.snapshot_every)
-        self.next_eval = _next_multiple(steps, cfg.eval.every) if cfg.eval.every else None
-        self.next_checkpoint = _next_multiple(steps, cfg.checkpoint_every)
+        self.schedule = Schedule(cfg, steps)
         self.last_checkpoint: tuple[int, Any] | None = None
         self._bar = None
         self._clock = (time.time(), steps)
@@ -103,16 +101,13 @@ class TrainingLoop(BaseCallback):
             return
         mlp = policy_mlp(self.model)
         self.league.update_current(mlp)
-        if steps >= self.next_snapshot:
+        if self.schedule.due("snapshot", steps):
             self.league.add_snapshot(mlp, steps)
-            self.next_snapshot = _next_multiple(steps, self.cfg.league.snapshot_every)
-        if self.next_eval is not None and steps >= self.next_eval:
+        if self.schedule.due("eval", steps):
             self.evaluate(steps)
             dump_only(self.logger, "eval/", steps)  # at its step, not at the next rollout's end
-            self.next_eval = _next_multiple(steps, self.cfg.eval.every)
-        if steps >= self.next_checkpoint:
+        if self.schedule.due("checkpoint", steps):
             self.checkpoint(self.model, latest=True)
-            self.next_checkpoint = _next_multiple(steps, self.cfg.checkpoint_every)
 
     def _on_training_end(self) -> None:
         self.close_progress()
@@ -126,23 +121,17 @@ class TrainingLoop(BaseCallback):
     # -- the work -----------------------------------------------------------------------------
 
     def evaluate(self, steps: int) -> dict[str, Any]:
-        from train.sb3_trainer import eval_players, rules_for
         cfg = self.cfg
-        mlp = policy_mlp(self.model)
-        results = evaluate_fields(mlp, rules_for(cfg, eval_players(cfg.players)), cfg.eval.opponents,
-                                  cfg.eval.deals, seed=cfg.seed + 1, jobs=cfg.eval.jobs)
-        for field_name, r in results.items():
-            for key in ("rank_points", "ci_low", "ci_high", "president_rate", "arschloch_rate"):
-                self.logger.record(f"eval/vs_{field_name}/{key}", r[key])
+        results = evaluate_run(cfg, policy_mlp(self.model))
+        for tag, value in eval_scalars(results).items():
+            self.logger.record(tag, value)
         entry = {"steps": steps, "results": results}
         self.evaluations.append(entry)
         score = results[cfg.eval.best_by]["rank_points"]
         if self.best is None or score > self.best:
             self.best = score
             self.checkpoint(self.model, latest=False, name="best")
-        self.log_line(f"step {steps}: rank points over par " + ", ".join(
-            f"vs {f} {r['advantage']:+.3f} [{r['advantage_ci_low']:+.3f}, "
-            f"{r['advantage_ci_high']:+.3f}]" for f, r in results.items()))
+        self.log_line(evaluation_line(steps, results))
         return entry
 
     def checkpoint(self, model, latest: bool, name: str | None = None):
@@ -169,11 +158,10 @@ class TrainingLoop(BaseCallback):
         one is of this step and no evaluation came since)."""
         self.model = model
         steps = model.num_timesteps
-        if steps >= self.next_snapshot:
+        if self.schedule.due("snapshot", steps):
             # due after the last rollout, whose start would have taken it (as ppo-vec does):
             # a run extended with --resume would otherwise never hold it
             self.league.add_snapshot(policy_mlp(model), steps)
-            self.next_snapshot = _next_multiple(steps, self.cfg.league.snapshot_every)
         if not self.evaluations or self.evaluations[-1]["steps"] != steps:
             self.evaluate(steps)
             dump_only(self.logger, "eval/", steps)
@@ -210,6 +198,45 @@ def dump_only(logger, prefix: str, step: int) -> None:
             logger.name_to_count[k] = count
         if excluded is not None:
             logger.name_to_excluded[k] = excluded
+
+
+def evaluate_run(cfg: TrainConfig, mlp) -> dict[str, dict[str, Any]]:
+    """The run's evaluation of a policy: ``eval.deals`` duplicate deals against each of
+    ``eval.opponents``, at the table size the evaluation plays."""
+    from train.sb3_trainer import eval_players, rules_for
+    return evaluate_fields(mlp, rules_for(cfg, eval_players(cfg.players)), cfg.eval.opponents,
+                           cfg.eval.deals, seed=cfg.seed + 1, jobs=cfg.eval.jobs)
+
+
+def eval_scalars(results: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """TensorBoard's ``eval/vs_<field>/*`` scalars of an evaluation."""
+    return {f"eval/vs_{field_name}/{key}": r[key] for field_name, r in results.items()
+            for key in ("rank_points", "ci_low", "ci_high", "president_rate", "arschloch_rate")}
+
+
+def evaluation_line(steps: int, results: dict[str, dict[str, Any]]) -> str:
+    return f"step {steps}: rank points over par " + ", ".join(
+        f"vs {f} {r['advantage']:+.3f} [{r['advantage_ci_low']:+.3f}, "
+        f"{r['advantage_ci_high']:+.3f}]" for f, r in results.items())
+
+
+class Schedule:
+    """When the league's next snapshot, evaluation and checkpoint fall due: at the first
+    rollout's end at or past each multiple of their interval (one seldom ends on it exactly).
+    ``eval.every`` 0 never falls due (the run evaluates only at its end)."""
+
+    def __init__(self, cfg: TrainConfig, steps: int):
+        self._every = {"snapshot": cfg.league.snapshot_every, "eval": cfg.eval.every,
+                       "checkpoint": cfg.checkpoint_every}
+        self._next = {what: _next_multiple(steps, every)
+                      for what, every in self._every.items() if every}
+
+    def due(self, what: str, steps: int) -> bool:
+        """Whether ``what`` is due at ``steps``; if it is, the next one moves past ``steps``."""
+        if what not in self._next or steps < self._next[what]:
+            return False
+        self._next[what] = _next_multiple(steps, self._every[what])
+        return True
 
 
 def _next_multiple(steps: int, every: int) -> int:

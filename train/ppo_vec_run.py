@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 
 from arschloch_env.cli import progress_bar
-from train.callbacks import _next_multiple, prune_if_written
+from train.callbacks import (
+    Schedule, eval_scalars, evaluate_run, evaluation_line, prune_if_written,
+)
 from train.config import TrainConfig
 from train.ppo_vec_io import actor_mlp, save_checkpoint
 
@@ -25,10 +27,7 @@ class Bookkeeper:
         self.evaluations: list[dict[str, Any]] = list(meta.get("evaluations", []))
         self.best: float | None = run.best_score()
         self.illegal = int(meta.get("illegal_actions", 0))
-        steps = int(meta.get("steps", 0))
-        self.next_snapshot = _next_multiple(steps, cfg.league.snapshot_every)
-        self.next_eval = _next_multiple(steps, cfg.eval.every) if cfg.eval.every else None
-        self.next_checkpoint = _next_multiple(steps, cfg.checkpoint_every)
+        self.schedule = Schedule(cfg, int(meta.get("steps", 0)))
         self.writer = None
         self._bar = None
         self._started = (0, time.time())
@@ -77,38 +76,28 @@ class Bookkeeper:
             w.add_scalar(f"train/{key}", value, steps)
         if self._bar is not None:
             self._bar.update(max(0, min(samples, self._bar.total - self._bar.n)))
-        if steps >= self.next_snapshot:
+        if self.schedule.due("snapshot", steps):
             self.league.add_snapshot(actor_mlp(nets.actor, nets.activation), steps)
-            self.next_snapshot = _next_multiple(steps, self.cfg.league.snapshot_every)
-        if self.next_eval is not None and steps >= self.next_eval:
+        if self.schedule.due("eval", steps):
             self.evaluate(nets, optimizer, steps)
-            self.next_eval = _next_multiple(steps, self.cfg.eval.every)
         # The last update's checkpoint is finish()'s, after the closing evaluation: one
         # written here would be rewritten in place, and a kill in that evaluation would leave
         # a run at total_steps that --resume calls finished, never evaluated at its end.
-        if self.next_checkpoint <= steps < self.cfg.total_steps:
+        if steps < self.cfg.total_steps and self.schedule.due("checkpoint", steps):
             self.checkpoint(nets, optimizer, steps, latest=True)
-            self.next_checkpoint = _next_multiple(steps, self.cfg.checkpoint_every)
 
     def evaluate(self, nets, optimizer, steps: int) -> dict[str, Any]:
-        from train.evaluate import evaluate_fields
-        from train.sb3_trainer import eval_players, rules_for
         cfg = self.cfg
-        results = evaluate_fields(actor_mlp(nets.actor, nets.activation),
-                                  rules_for(cfg, eval_players(cfg.players)), cfg.eval.opponents,
-                                  cfg.eval.deals, seed=cfg.seed + 1, jobs=cfg.eval.jobs)
-        for field_name, r in results.items():
-            for key in ("rank_points", "ci_low", "ci_high", "president_rate", "arschloch_rate"):
-                self.writer.add_scalar(f"eval/vs_{field_name}/{key}", r[key], steps)
+        results = evaluate_run(cfg, actor_mlp(nets.actor, nets.activation))
+        for tag, value in eval_scalars(results).items():
+            self.writer.add_scalar(tag, value, steps)
         entry = {"steps": steps, "results": results}
         self.evaluations.append(entry)
         score = results[cfg.eval.best_by]["rank_points"]
         if self.best is None or score > self.best:
             self.best = score
             self.checkpoint(nets, optimizer, steps, latest=False, name="best")
-        self.log_line(f"step {steps}: rank points over par " + ", ".join(
-            f"vs {f} {r['advantage']:+.3f} [{r['advantage_ci_low']:+.3f}, "
-            f"{r['advantage_ci_high']:+.3f}]" for f, r in results.items()))
+        self.log_line(evaluation_line(steps, results))
         return entry
 
     def checkpoint(self, nets, optimizer, steps: int, latest: bool,
