@@ -42,6 +42,8 @@ def public_view(game, seat: int) -> dict[str, Any]:
         "legal": legal,
         "played": [c for _, q, m in game.plays for c in mask_cards(order[q], m)],
         "face_up": hand_cards(game.face_up, order),
+        # beyond INTERFACES.md's keys: these cards are public, and nothing else shows them
+        "revealed": [mask_cards(order[game.top], m) for m in game.revealed],
         "counts": list(game.sizes),
         "passed": list(game.passed),
         "places": list(game.places),

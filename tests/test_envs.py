@@ -12,7 +12,7 @@ from pettingzoo.test import api_test, render_test, seed_test
 import arschloch_env
 from arschloch_env.actions import ActionError
 from arschloch_env.engine import IllegalActionError
-from arschloch_env.rules import RulesError
+from arschloch_env.rules import RulesError, make_rules
 from arschloch_env.single import SingleSeatEnv
 from arschloch_env.vector_env import ArschlochVecEnv
 
@@ -182,6 +182,34 @@ def test_state_and_view():
     assert view["seat"] == env.agent_name_mapping[env.agent_selection]
     assert [m["id"] for m in view["legal"]] == list(
         np.flatnonzero(env.observe(env.agent_selection)["action_mask"]))
+
+
+def test_the_view_shows_every_seat_the_top_cards_a_hand_revealed():
+    """Under no_finish_on_top a hand of top-rank cards only is shown and goes out: the cards
+    leave its hand without being played, and the view names them until the round ends."""
+    from arschloch_env.engine import Game
+    from arschloch_env.view import public_view
+    rng = np.random.default_rng(0)
+    reveals = 0
+    for seed in range(40):
+        g = Game(make_rules("culo", 3), seed=seed, record=True)
+        shown: list[list[str]] = [[], [], []]
+        while not g.is_over:
+            hands, start = [g.hand_of(s) for s in range(3)], len(g.events)
+            g.step(int(rng.choice(g.legal_actions())))
+            for e in g.events[start:]:
+                if e["event"] == "round":
+                    shown = [[], [], []]
+                elif e["event"] == "play":
+                    hands[int(e["player"][-1])] = [
+                        c for c in hands[int(e["player"][-1])] if c not in e["cards"]]
+                elif e["event"] == "out" and e["reason"] == "only_top":
+                    s = int(e["player"][-1])
+                    shown[s] = hands[s]
+                    reveals += 1
+            for seat in range(3):
+                assert public_view(g, seat)["revealed"] == shown
+    assert reveals >= 5
 
 
 @pytest.mark.parametrize("rounds", [1, 3])

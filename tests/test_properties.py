@@ -90,9 +90,7 @@ def all_cards(g: Game) -> list[str]:
     cards = [c for s in range(g.n) for c in g.hand_of(s)] + view["played"] + view["face_up"]
     for q, m in enumerate(g.face_down):
         cards += [order[q] + "CSHD"[i] for i in range(4) if m >> i & 1]
-    for m in g.revealed:
-        cards += [order[-1] + "CSHD"[i] for i in range(4) if m >> i & 1]
-    return cards
+    return cards + [c for shown in view["revealed"] for c in shown]
 
 
 def fingerprint(g: Game):
@@ -287,8 +285,10 @@ def test_card_counting_slices_follow_the_public_view(preset, n, seeds):
             v = layout.views(enc.observe(g, seat))
             view = public_view(g, seat)
             held = Counter(c[0] for c in view["hand"])
-            seen = Counter(c[0] for c in view["hand"] + view["played"] + view["face_up"])
-            seen[order[-1]] += sum(bin(m).count("1") for m in g.revealed)
+            revealed = [c for cards in view["revealed"] for c in cards]
+            assert {c[0] for c in revealed} <= {order[-1]}
+            seen = Counter(c[0] for c in view["hand"] + view["played"] + view["face_up"] +
+                           revealed)
             unseen = [4 - seen[r] for r in order]
             opps = [o for o in range(n) if o != seat and view["places"][o] is None]
             most = max((view["counts"][o] for o in opps), default=0)
