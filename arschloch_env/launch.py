@@ -25,3 +25,7 @@ def main() -> int:
     except KeyboardInterrupt:
         return loading_interrupted()
     return command_line()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -541,6 +541,19 @@ def test_ctrl_c_while_the_command_loads_exits_130_with_one_line():
         assert 'arschloch = "arschloch_env.launch:main"' in f.read()
 
 
+@pytest.mark.parametrize("module", ["arschloch_env", "arschloch_env.launch"])
+def test_python_dash_m_runs_the_command(module):
+    """Where the environment's scripts are not on the PATH, ``python -m arschloch_env`` is
+    the ``arschloch`` command (and so is the console script's own module)."""
+    res = subprocess.run([sys.executable, "-m", module, "rules", "tavern"],
+                         capture_output=True, text=True, timeout=60, cwd=ROOT,
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode == 0 and "tavern" in res.stdout, (res.stdout, res.stderr)
+    res = subprocess.run([sys.executable, "-m", module, "bogus"], capture_output=True,
+                         text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL)
+    assert res.returncode == 2 and "invalid choice: 'bogus'" in res.stderr
+
+
 def test_ctrl_c_while_the_commands_parser_is_built_exits_130_with_one_line(monkeypatch, capsys):
     import arschloch_env.cli as cli_module
 
