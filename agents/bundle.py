@@ -237,6 +237,7 @@ class BundleAgent:
             raise BundleError(f"bundle {str(self.path)!r}: the policy cannot be loaded "
                               f"({exc})") from None
         self.check_graph_shapes()
+        self._rules_checked: dict[str, Any] | None = None
 
     def check_graph_shapes(self) -> None:
         """Raises BundleError unless the ONNX graph takes the manifest's observation size and
@@ -276,6 +277,14 @@ class BundleAgent:
 
     def reset(self, rules: Any, seat: int, seed: int | None = None) -> None:
         check_rules(self.manifest, rules, where=f"bundle {str(self.path)!r}")
+        self._rules_checked = rules.to_dict() if hasattr(rules, "to_dict") else rules
+
+    def _check_view_rules(self, view: Any) -> None:
+        """A caller that never calls reset (the protocol lets it) but passes the view still
+        has its rules checked: another deck of the same size would play on silently."""
+        rules = view.get("rules") if isinstance(view, dict) else None
+        if rules is not None and rules != self._rules_checked:
+            self.reset(rules, view.get("seat", 0))
 
     def policy(self, observations: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(actions [N], logits [N, A]) for a batch of observations and masks.
@@ -334,6 +343,7 @@ class BundleAgent:
             raise BundleError(f"bundle {str(self.path)!r}: act takes one seat's observation, a "
                               f"vector, got shape {list(shape)}; for a batch of them call "
                               f"policy(observations, masks)")
+        self._check_view_rules(view)
         action, _ = self.policy(observation["observation"], observation["action_mask"])
         return int(action[0])
 

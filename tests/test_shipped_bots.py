@@ -285,6 +285,26 @@ def test_bundle_refuses_an_observation_that_is_not_finite(value):
         bot.policy(rows, np.stack([o["action_mask"]] * 2))
 
 
+def test_bundle_act_checks_the_views_rules_where_reset_was_never_called():
+    """The agent protocol's reset is optional: a server that passes the view but never calls
+    it gets the refusal reset would give, not a culo bot playing culo-ten's deck (the same
+    size, another rank order) in silence."""
+    import arschloch_env
+    from agents import make_agent
+    from agents.bundle import BundleError
+
+    bot = make_agent(str(ROOT / "bots" / "ppo_vec_culo_expert"))
+    env = arschloch_env.env(rules="culo-ten", num_players=4)
+    env.reset(seed=0)
+    observation = env.last()[0]
+    with pytest.raises(BundleError, match="not 'culo-ten'"):
+        bot.act(observation, env.view())
+    bot.act(observation, None)  # no view, nothing to check against: reset's business
+    env = arschloch_env.env(rules="culo", num_players=4)
+    env.reset(seed=0)
+    assert env.view()["legal"][0]["id"] <= bot.act(env.last()[0], env.view())
+
+
 def test_bundle_takes_a_rules_object_and_names_a_bare_vector():
     from agents.bundle import BundleError, load_bundle
     from arschloch_env.engine import Game
