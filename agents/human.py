@@ -28,6 +28,7 @@ import unicodedata
 from typing import Any, Callable
 
 from agents.base import QuitGame
+from arschloch_env.actions import play_words
 
 RANK_ALIASES = {"10": "T", "t": "T", "j": "J", "q": "Q", "k": "K", "a": "A",
                 "ten": "T", "jack": "J", "queen": "Q", "king": "K", "ace": "A"}
@@ -39,7 +40,6 @@ HELP = ("Type a move as cards, e.g. '8 8' or '8h 8d' (a pair of eights), 't' or 
         "which is meant when you hold a 3). In the "
         "exchange and the left-over swap type the card to give, take or lay ('7c'). 'quit' "
         "or Ctrl-D leaves the game.")
-WORDS = {1: "single", 2: "pair", 3: "triple", 4: "quad"}
 
 
 class MoveError(ValueError):
@@ -110,9 +110,7 @@ def _move_cards(view: dict, action: int) -> list[str]:
 
 def _table_words(view: dict) -> str:
     cards = view["table"]["cards"]
-    rank = show_rank(cards[0][0])
-    k = len(cards)
-    return f"single {rank}" if k == 1 else f"{WORDS[k]} of {rank}s"
+    return play_words(cards[0][0], len(cards))
 
 
 def _explain(view: dict, rank: int, count: int, held: int) -> str:
@@ -239,6 +237,8 @@ def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
         parsed.append((rank, suit.upper() if suit else None))
     if not parsed:
         raise MoveError(_what_to_type(view))
+    if phase != "play" and len(parsed) != 1:
+        raise MoveError(f"{_phase_hint(view)} (one card at a time)")
     if len({r for r, _ in parsed}) > 1:
         raise MoveError("all cards of one move must have the same rank (suits never matter "
                         "for play)")
@@ -254,8 +254,6 @@ def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
     of_rank = [c for c in source if c[0] == rank]
     missing = [c for c in suited if c not in of_rank]
     if phase != "play":
-        if len(parsed) != 1:
-            raise MoveError(f"{_phase_hint(view)} (one card at a time)")
         if not of_rank:
             raise MoveError(f"there is no card of rank {show_rank(rank)} {where}"
                             + (f" (face up: {' '.join(view['face_up'])})" if phase == "take"
@@ -466,7 +464,9 @@ def _name(seat: int, human: int, labels: list[str]) -> str:
 
 def _table_name(seat: int, human: int, labels: list[str]) -> str:
     """The player column of a table: cut alike in every table, so that columns align."""
-    return _shortened("you" if seat == human else labels[seat], NAME_WIDTH)
+    name = "you" if seat == human else labels[seat]
+    # a cut keeps the end, where bundles of one folder (bots/ppo_vec_culo_...) differ
+    return name if len(name) <= NAME_WIDTH else "..." + name[3 - NAME_WIDTH:]
 
 
 def follow_hands(hands: dict[str, list[str]], event: dict) -> None:
@@ -528,9 +528,7 @@ def narrate(event: dict, human: int, labels: list[str],
         what = " ".join(cards) if is_me("from") or is_me("to") else f"{len(cards)} card(s)"
         return f"  exchange: {who('from')} {verb('from', 'give', 'gives')} {what} to {who('to')}"
     if kind == "play":
-        k = len(event["cards"])
-        rank = show_rank(event["cards"][0][0])
-        words = f"single {rank}" if k == 1 else f"{WORDS[k]} of {rank}s"
+        words = play_words(event["cards"][0][0], len(event["cards"]))
         return f"  {who()} {verb('player', 'play', 'plays')} {' '.join(event['cards'])} ({words})"
     if kind == "pass":
         return f"  {who()} {verb('player', 'pass', 'passes')}"

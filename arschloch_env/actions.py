@@ -40,6 +40,13 @@ def rank_plural(rank: str) -> str:
     return RANK_WORDS[rank] + "s"
 
 
+def play_words(rank: str, count: int) -> str:
+    """A play of ``count`` cards of ``rank`` in words: ``"single nine"``, ``"pair of kings"``."""
+    if count == 1:
+        return f"single {RANK_WORDS[rank]}"
+    return f"{GROUP_WORDS[count]} of {rank_plural(rank)}"
+
+
 class ActionCodec:
     """Encodes and decodes action ids for a deck of ``len(rank_order)`` ranks."""
 
@@ -100,9 +107,7 @@ class ActionCodec:
             return "pass"
         rank = self.rank_order[m.rank]
         if m.kind == "play":
-            if m.count == 1:
-                return f"single {RANK_WORDS[rank]}"
-            return f"{GROUP_WORDS[m.count]} of {rank_plural(rank)}"
+            return play_words(rank, m.count)
         word = RANK_WORDS[rank]
         article = "an" if word[0] in "a8" else "a"
         if m.kind == "give" and phase == "lay":

@@ -112,6 +112,23 @@ def test_bad_input_in_the_swap_and_exchange_says_what_this_phase_takes(phase, te
             "give": "giving cards back"}[phase] in message
 
 
+@pytest.mark.parametrize("phase", ["take", "lay", "give"])
+def test_two_cards_where_one_is_chosen_at_a_time_say_so(phase):
+    """Two cards of different ranks in the swap or the exchange: the answer is that one card
+    goes at a time, not that a move's cards need one rank (which would not help)."""
+    from arschloch_env.rules import make_rules
+
+    game = Game(make_rules("culo", 3), seed=1, auto_pass=True)
+    while public_view(game, game.current)["phase"] != phase:
+        game.step(game.legal_actions()[0])
+    view = public_view(game, game.current)
+    pool = view["face_up"] if phase == "take" else view["hand"]
+    assert pool[0][0] != pool[-1][0]
+    for text in (f"{pool[0]} {pool[-1]}", f"{pool[0][0]} {pool[0][0]}"):
+        with pytest.raises(MoveError, match=r"\(one card at a time\)$"):
+            parse_move(text.lower(), view)
+
+
 @pytest.mark.parametrize("players", [3, 4, 5])
 def test_the_give_back_prompt_names_the_seat_that_receives(players):
     """The President gives back to the Arschloch, the Vice-President to the Vice-Arschloch."""
@@ -180,6 +197,16 @@ def test_narration_hides_other_players_cards():
     assert "7D" not in narrate(swap, 0, labels) and "takes AS" in narrate(swap, 0, labels)
     assert narrate({"event": "round", "round": 1, "hands": {}, "leftover": [],
                     "leader": "player_0"}, 0, labels).endswith("you lead the first trick")
+
+
+def test_a_play_is_named_in_the_narration_as_in_the_list_of_moves():
+    game, _ = _lead_view()
+    labels = ["human", "bot", "bot", "bot"]
+    for action in game.legal_actions()[1:]:
+        move = game.codec.decode(action)
+        cards = [game.rules.rank_order[move.rank] + s for s in "CSHD"[:move.count]]
+        line = narrate({"event": "play", "player": "player_1", "cards": cards}, 0, labels)
+        assert line.endswith(f"({game.codec.describe(action)})"), line
 
 
 # -- the real program in a pseudo-terminal ----------------------------------------------------
@@ -503,20 +530,21 @@ def test_a_long_unknown_word_is_echoed_cut_with_what_is_allowed():
         parse_move("x" * 20, view)  # up to 20 characters are echoed whole
 
 
-LONG_LABELS = ["human", "bots/ppo_vec_culo_expert_long_v2", "random", "agents.greedy:GreedyAgent"]
+LONG_LABELS = ["human", "bots/ppo_vec_culo_expert", "random", "bots/ppo_vec_culo_multi"]
 
 
 def test_long_bot_names_are_cut_alike_and_both_tables_align():
     """The seat table and the round summary show the same player column, 14 wide, a longer
-    name cut with '...'; every row's title starts in the same column."""
+    name cut at its start with '...' (bundles of one folder differ at the end); every row's
+    title starts in the same column."""
     game, view = _lead_view()
     seats = HumanAgent(labels=LONG_LABELS).describe(view).splitlines()[1:6]
     assert seats == [
         "  seat      player         title           cards points",
         "  player_0  you            -                   8      0",
-        "  player_1  bots/ppo_ve... -                   8      0",
+        "  player_1  ...culo_expert -                   8      0",
         "  player_2  random         -                   8      0",
-        "  player_3  agents.gree... -                   8      0"]
+        "  player_3  ..._culo_multi -                   8      0"]
     places = {"player_0": 2, "player_1": 1, "player_2": 4, "player_3": 3}
     titles = ["Vice-President", "President", "Arschloch", "Vice-Arschloch"]
     end = {"event": "round_end", "round": 1, "places": places,
@@ -524,9 +552,9 @@ def test_long_bot_names_are_cut_alike_and_both_tables_align():
            "points": {p: 4 - place for p, place in places.items()},
            "totals": {p: 4 - place for p, place in places.items()}}
     assert narrate(end, 0, LONG_LABELS).splitlines()[2:] == [
-        "  1. player_1  bots/ppo_ve... President       +3 point(s), total 3",
+        "  1. player_1  ...culo_expert President       +3 point(s), total 3",
         "  2. player_0  you            Vice-President  +2 point(s), total 2",
-        "  3. player_3  agents.gree... Vice-Arschloch  +1 point(s), total 1",
+        "  3. player_3  ..._culo_multi Vice-Arschloch  +1 point(s), total 1",
         "  4. player_2  random         Arschloch       +0 point(s), total 0"]
 
 
