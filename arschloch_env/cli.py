@@ -348,10 +348,11 @@ class _Summary:
         r = max(self.rounds, 1)
         head = (f"{self.matches} match(es), {self.rounds} round(s) of {rules.preset}, "
                 f"{self.n} players")
-        rows = [head, f"{'seat':9} {'agent':22} {'mean place':>10} {'points/rnd':>10} "
+        width = max(22, *map(len, labels))
+        rows = [head, f"{'seat':9} {'agent':{width}} {'mean place':>10} {'points/rnd':>10} "
                       f"{'President':>9} {'Arschloch':>9} {'wins':>6}"]
         for s in range(self.n):
-            rows.append(f"player_{s:<2} {labels[s][:22]:22} {self.place_sum[s] / r:10.2f} "
+            rows.append(f"player_{s:<2} {labels[s]:{width}} {self.place_sum[s] / r:10.2f} "
                         f"{self.points[s] / r:10.2f} {self.president[s] / r:9.1%} "
                         f"{self.arschloch[s] / r:9.1%} {self.wins[s]:6.1f}")
         return "\n".join(rows)
