@@ -4,7 +4,7 @@ The property: at decisions of every phase (play, give, take, lay) of random matc
 preset at 3..6 players, take the real game and build *worlds* that differ from it only in
 cards the observing seat cannot see: the other seats' hands and the face-down cards, redealt
 by the mc bot's sampler (:meth:`agents.knowledge.Knowledge.sample`, every deal checked with
-``Knowledge.consistent``), the suits of revealed top-rank cards moved along with them, and the
+``Knowledge.consistent``), the revealed top-rank cards kept where they lie, and the
 exchange and swap records of the other seats relabelled (the encoder must read what the
 observer knows of its exchanges from the observer's own records). For the acting seat and
 one other seat per position:
@@ -103,15 +103,17 @@ def sample_world(g: Game, k: Knowledge, rng: np.random.Generator) -> Game:
         if s != seat:
             w.hands[s] = masks_of(hands.get(s, ()), R)
     w.face_down = masks_of(list(face_down) + sorted(k.laid_known), R)
-    # The sampler takes the revealed top-rank cards out of the unseen ones by count only: the
-    # top cards nobody holds in the world become the revealed ones, as many per seat as before.
+    # The sampler takes the revealed top-rank cards out of the unseen ones by count only, so
+    # it may deal a revealed card (which everyone saw) into a hidden hand: there it trades
+    # places with a top card nobody holds in the world (suits never matter for play).
+    w.revealed = list(g.revealed)
+    revealed = {4 * top + b for m in g.revealed for b in range(4) if m >> b & 1}
     lying = {c for masks in (*w.hands, w.face_down, w.face_up) for c in card_ids(masks)}
-    lying |= set(played_cards(g))
-    spare = [c for c in range(4 * top, 4 * top + 4) if c not in lying]
-    w.revealed = [0] * g.n
-    for s in range(g.n):
-        for _ in range(bin(g.revealed[s]).count("1")):
-            w.revealed[s] |= 1 << (spare.pop(0) & 3)
+    spare = [c for c in range(4 * top, 4 * top + 4)
+             if c not in lying | revealed | set(played_cards(g))]
+    for masks in (*w.hands, w.face_down):
+        for c in sorted(revealed & set(card_ids(masks))):
+            masks[top] ^= 1 << (c & 3) | 1 << (spare.pop() & 3)
     relabel_private_records(w, seat, rng)
     card_places(w)
     return w
