@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from arschloch_env.atomic import temporary_beside
+from arschloch_env.atomic import output_file, temporary_beside
 
 ACTIVATIONS = {"tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0)}
 
@@ -60,7 +60,7 @@ class MLP:
 
     def save(self, path: str | Path) -> None:
         """Writes the weights atomically (temporary file, then rename)."""
-        path = Path(path)
+        path = output_file(path)
         arrays = self.tensors()
         if self.rules is not None:
             arrays["rules"] = np.array(json.dumps(self.rules))

@@ -22,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 
+from arschloch_env.atomic import output_file
 from arschloch_env.launch import EXIT_INTERRUPTED, loading_interrupted
 from arschloch_env.rules import (
     FIELD_NAMES, PRESETS, Rules, RulesError, make_rules, make_rules_for_seats, parse_override,
@@ -63,7 +64,11 @@ def check_out_file(out: str, ask: str, example: str) -> None:
     if Path(out).is_dir():
         raise CliError(f"--out {out!r} is a directory; {ask}, e.g. "
                        f"{str(Path(out) / example)!r}")
-    check_out_dir(str(Path(out).parent), f"the folder of --out {out!r}")
+    try:
+        target = output_file(out)
+    except ValueError as exc:
+        raise CliError(f"--out {exc}") from None
+    check_out_dir(str(target.parent), f"the folder of --out {out!r}")
 
 
 def input_paths(rules: str, option: str, specs: list[str]) -> dict[str, list[str]]:

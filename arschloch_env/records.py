@@ -21,7 +21,7 @@ import weakref
 from pathlib import Path
 from typing import Iterator
 
-from arschloch_env.atomic import temporary_beside
+from arschloch_env.atomic import output_file, temporary_beside
 from arschloch_env.unique_keys import load_json
 
 try:
@@ -39,13 +39,18 @@ def check_record_path(path: str | os.PathLike) -> Path:
     something else than a game record (a config, a bundle's file), which writing the record
     would replace (commands check it before any game, the writer again when it opens the file).
 
+    Through a symbolic link it is the file linked to that the record replaces.
+
     Raises:
-        ValueError: ``path`` is empty, an existing directory, or a file whose first line is
-            not a record's ``match`` event.
+        ValueError: ``path`` is empty, an existing directory, a device or a named pipe, or a
+            file whose first line is not a record's ``match`` event.
     """
     if not os.fspath(path).strip():  # Path("") is "."
         raise ValueError("record path is empty; give a file name, e.g. games.jsonl")
-    path = Path(path)
+    try:
+        path = output_file(path)
+    except ValueError as exc:
+        raise ValueError(f"record path {exc} (leave --record out to keep no record)") from None
     if path.is_dir():
         raise ValueError(f"record path {str(path)!r} is a directory; give a file name")
     if path.is_file() and not _holds_a_record(path):

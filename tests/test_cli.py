@@ -495,6 +495,28 @@ def test_module_entry_point_matches_script(module):
     assert res.returncode == 0 and json.loads(res.stdout)["preset"] == "culo"
 
 
+@pytest.mark.parametrize("command", [["curves", "no-run", "--out"],
+                                     ["clone", "greedy", "--decisions", "10", "--out"],
+                                     ["simulate", "--matches", "1", "--record"]])
+def test_an_output_that_is_a_named_pipe_is_refused_and_left_alone(tmp_path, command):
+    name = {"curves": "c.png", "clone": "c.npz", "simulate": "c.jsonl"}[command[0]]
+    pipe = tmp_path / name
+    os.mkfifo(pipe)
+    failed(cli(*command, str(pipe)), 2, "is a named pipe (FIFO), not a regular file")
+    assert pipe.is_fifo()
+
+
+def test_write_atomic_replaces_a_links_file_and_keeps_its_permissions(tmp_path):
+    from train.files import write_atomic
+    target, link = tmp_path / "t.txt", tmp_path / "l.txt"
+    target.write_text("old")
+    target.chmod(0o600)
+    link.symlink_to(target)
+    write_atomic(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
+    assert target.stat().st_mode & 0o777 == 0o600
+
+
 def test_simulates_table_shows_long_agent_names_whole():
     res = cli("simulate", "--matches", "1", "--players", "3", "--agents", "random",
               "agents.greedy:GreedyAgent", "bots/ppo_vec_culo_expert")

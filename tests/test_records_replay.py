@@ -246,6 +246,26 @@ def test_writer_replaces_a_record_or_an_empty_file_and_nothing_else(tmp_path):
         assert [json.loads(x) for x in target.read_text().splitlines()] == g.events
 
 
+def test_writer_refuses_a_named_pipe_and_writes_through_a_link_keeping_permissions(tmp_path):
+    """A pipe (or a device such as /dev/null) is refused, not replaced by a regular file; a
+    record reached through a symbolic link is replaced where it lies, the link kept, and a
+    record made private stays private."""
+    pipe = tmp_path / "pipe.jsonl"
+    os.mkfifo(pipe)
+    with pytest.raises(ValueError, match="is a named pipe .FIFO., not a regular file"):
+        RecordWriter(pipe)
+    assert pipe.is_fifo()
+    target, link = tmp_path / "target.jsonl", tmp_path / "link.jsonl"
+    target.write_text("")
+    target.chmod(0o640)
+    link.symlink_to(target.name)
+    g = random_match("culo", 4, 3)
+    with RecordWriter(link) as w:
+        w.write_match(g.events)
+    assert link.is_symlink() and target.stat().st_mode & 0o777 == 0o640
+    assert [json.loads(x) for x in target.read_text().splitlines()] == g.events
+
+
 def test_a_writer_removes_the_temporaries_that_killed_writers_left(tmp_path):
     import time
 

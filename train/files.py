@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from arschloch_env.atomic import temporary_beside
+from arschloch_env.atomic import output_file, temporary_beside
 from train.config import ConfigError
 
 
@@ -33,7 +33,7 @@ def write_atomic(path: str | Path, data: bytes | str) -> None:
     """Writes ``path`` whole or not at all: into ``<name>.<random>.part`` beside it, flushed to
     the disk, then renamed over it. A killed writer leaves at most that ``.part`` file (a run
     removes its own when it starts again), never a half-written ``path``."""
-    path = Path(path)
+    path = output_file(path)
     fd, tmp = temporary_beside(path)
     try:
         with os.fdopen(fd, "wb") as fh:
