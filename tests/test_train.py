@@ -406,6 +406,23 @@ def test_resume_refuses_changes_the_checkpoint_fixes(smoke_run, args, says):
     assert (smoke_run / "config.yaml").read_text() == before
 
 
+def test_resume_refuses_a_rules_json_edited_since_the_checkpoint(smoke_run, tmp_path):
+    """The rules a run's checkpoint records are those it trained with; a rules.json changed
+    by hand since is refused (with --set rules= pointing at it too), never trained on."""
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(smoke_run, run)
+    saved = json.loads((run / "rules.json").read_text())
+    (run / "rules.json").write_text(json.dumps({**saved, "vice_exchange_cards": 0}))
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in run.rglob("*"))
+    for extra in ([], ["--set", f"rules={run / 'rules.json'}"]):
+        res = cli("train", "--run-dir", run, "--resume", "--set", "total_steps=100000", *extra)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-2000:]
+        assert "rules.json says vice_exchange_cards=0, but the run's checkpoint" in res.stderr
+        assert "was trained with vice_exchange_cards=1" in res.stderr, res.stderr
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in run.rglob("*")) == before
+
+
 def test_resume_refuses_a_run_whose_checkpoints_folder_cannot_be_written(smoke_run,
                                                                          monkeypatch, capsys):
     """Up front, not at the first checkpoint after the training (os.access stands in for a

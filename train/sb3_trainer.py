@@ -379,6 +379,7 @@ def check_same_rules(cfg: TrainConfig, run_dir: Path, trained: Any = None) -> No
                               f"rules.json (it was trained with {trained!r})")
         return
     saved = read_run_json(saved_path)
+    check_rules_file_fits_checkpoint(saved, saved_path, run_dir)
     now = rules_for(cfg).to_dict()
     # a field the kit added since has its old behaviour by default: only the saved ones count
     changed = [k for k in saved if saved[k] != now.get(k)]
@@ -392,6 +393,28 @@ def check_same_rules(cfg: TrainConfig, run_dir: Path, trained: Any = None) -> No
                           f"{what} {given}; the rules cannot change in a resumed run: "
                           f"{'' if preset else 'restore the file, or '}resume with --set "
                           f"rules={saved_path.resolve()}, or start a new run")
+
+
+def check_rules_file_fits_checkpoint(saved: dict[str, Any], saved_path: Path,
+                                     run_dir: Path) -> None:
+    """Refuses a ``rules.json`` that differs from the rules the run's last checkpoint records
+    it trained with: an edit by hand, which would change the rules of the resumed run. A run
+    without a readable checkpoint has nothing to compare (the trainer names what is wrong)."""
+    try:
+        latest = read_latest(run_dir)
+        recorded = read_run_json(run_dir / latest["meta"]).get("rules")
+    except ConfigError:
+        return
+    if not isinstance(recorded, dict):
+        return
+    edited = [k for k in recorded if saved.get(k) != recorded[k]]
+    if edited:
+        says = ", ".join(f"{k}={saved.get(k)!r}" for k in edited)
+        was = ", ".join(f"{k}={recorded[k]!r}" for k in edited)
+        raise ConfigError(f"--resume: {saved_path} says {says}, but the run's checkpoint "
+                          f"{latest['checkpoint']} was trained with {was}; the file was "
+                          f"changed since, and the rules cannot change in a resumed run: put "
+                          f"it back as it was, or start a new run")
 
 
 WORKER_GONE = (EOFError, BrokenPipeError, ConnectionResetError)
