@@ -83,6 +83,26 @@ def test_clone_cli_errors_name_the_argument(tmp_path):
     assert not (tmp_path / "c.npz").exists()
 
 
+class IllegalAgent:
+    """Answers an action id out of range (``tests.test_clone:IllegalAgent``)."""
+
+    def act(self, observation, view):
+        return 999
+
+
+@pytest.mark.parametrize("args", [["tests.test_clone:IllegalAgent", "--jobs", "1"],
+                                  ["greedy", "--partner", "tests.test_clone:IllegalAgent",
+                                   "--jobs", "2"]])
+def test_clone_of_an_agent_that_plays_an_illegal_action_says_so_in_one_line(tmp_path, args):
+    """As simulate and tournament say it (exit status 1), also from a worker process."""
+    res = cli("clone", *args, "--decisions", "3000", "--out", tmp_path / "c.npz")
+    assert res.returncode == 1, res.stderr[-2000:]
+    assert "Traceback" not in res.stderr
+    assert "agent 'IllegalAgent' in player_" in res.stderr
+    assert "chose an illegal action: action 999 is out of range" in res.stderr
+    assert not (tmp_path / "c.npz").exists()
+
+
 def test_clone_replaces_only_a_policy_file(tmp_path, greedy_clone):
     """--out may name an earlier clone (or an empty file), never another kind of .npz."""
     other = tmp_path / "arrays.npz"

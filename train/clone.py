@@ -28,8 +28,8 @@ import numpy as np
 
 from agents.base import make_agent
 from agents.mlp import MLP
-from agents.runner import ask, reset_agents
-from arschloch_env.engine import Game
+from agents.runner import ask, illegal_choice, reset_agents
+from arschloch_env.engine import Game, IllegalActionError
 from arschloch_env.observation import Encoder
 from arschloch_env.rules import Rules, make_rules
 from train.ppo_vec_io import actor_mlp
@@ -76,11 +76,14 @@ def _collect_part(teacher: str, rules: Rules | str, players: int, decisions: int
             seat = game.current
             o = encoder.observation(game, seat)
             action = ask(agents[seat], game, encoder, o)
+            try:
+                game.step(action)
+            except (IllegalActionError, ValueError) as exc:
+                raise illegal_choice(agents[seat], seat, exc) from None
             if recorded[seat]:
                 obs.append(o["observation"].astype(np.float16))
                 masks.append(o["action_mask"])
                 actions.append(action)
-            game.step(action)
         match_seed += 1
     return Decisions(np.array(obs), np.array(masks), np.array(actions, np.int64))
 
