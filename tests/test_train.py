@@ -1603,6 +1603,11 @@ def test_curves_never_overwrite_a_file_of_the_run(tmp_path):
     for _ in range(2):
         res = cli("curves", run, "--out", run / "curves.png")
         assert res.returncode == 0, res.stderr[-2000:]
+    notes = tmp_path / "notes.png"  # a name that ends in .png is not yet a PNG image
+    notes.write_text("not an image")
+    res = cli("curves", run, "--out", notes)
+    assert res.returncode == 2 and "is a file that is not a PNG image" in res.stderr
+    assert notes.read_text() == "not an image"
 
 
 def test_a_script_that_trains_without_a_main_guard_is_told_so(tmp_path):

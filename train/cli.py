@@ -80,12 +80,27 @@ def _cmd_curves(args: argparse.Namespace) -> int:
     if Path(args.out).suffix.lower() != ".png":
         raise CliError(f"--out {args.out!r}: the learning curves are a PNG file, whose name "
                        f"ends in .png, e.g. {str(Path(args.run_dir) / 'curves.png')!r}")
+    check_replaces_a_png(args.out)
     try:
         out = plot_learning_curves(args.run_dir, args.out)
     except FileNotFoundError as exc:
         raise CliError(str(exc)) from None
     print(f"learning curves written to {out}")
     return 0
+
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def check_replaces_a_png(out: str) -> None:
+    """``--out`` may replace a PNG image or an empty file, never a file of another kind that
+    merely ends in .png."""
+    path = Path(out)
+    if path.is_file() and path.stat().st_size:
+        with open(path, "rb") as fh:
+            if fh.read(len(PNG_SIGNATURE)) != PNG_SIGNATURE:
+                raise CliError(f"--out {out!r} is a file that is not a PNG image, which the "
+                               f"curves would replace; give another name")
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
