@@ -20,7 +20,6 @@ the Gymnasium opponents).
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ import numpy as np
 
 from arschloch_env.actions import ActionCodec
 from arschloch_env.observation import LAST_SLICE, OBS_VERSION, Layout
+from arschloch_env.unique_keys import load_json
 
 BUNDLE_FORMAT = "arschloch-bot"
 BUNDLE_VERSION = 1
@@ -82,8 +82,8 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     if not mpath.is_file():
         raise BundleError(f"bundle {str(root)!r}: no manifest.json (is this a bot bundle?)")
     try:
-        manifest = json.loads(mpath.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        manifest = load_json(mpath.read_text(encoding="utf-8"))
+    except ValueError as exc:  # not JSON, not UTF-8, a key twice, nested too deeply
         raise BundleError(f"bundle {str(root)!r}: manifest.json is damaged ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
         raise BundleError(f"bundle {str(root)!r}: manifest.json is not an {BUNDLE_FORMAT} "

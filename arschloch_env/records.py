@@ -67,7 +67,7 @@ def _holds_a_record(path: Path) -> bool:
     with open(path, "rb") as fh:
         first = fh.readline(1 << 20)
     try:
-        event = json.loads(first)
+        event = load_json(first)
     except ValueError:
         return False
     return isinstance(event, dict) and event.get("event") == "match"

@@ -29,9 +29,17 @@ class UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+TOO_DEEP = "nested too deeply to read (lists or mappings inside each other beyond Python's " \
+           "recursion limit)"
+
+
 def load_yaml(text: str) -> Any:
-    """``yaml.safe_load``, refusing a repeated key."""
-    return yaml.load(text, UniqueKeyLoader)
+    """``yaml.safe_load``, refusing a repeated key; text nested too deeply for the parser is
+    a ``yaml.YAMLError`` too (the parser recurses once per level)."""
+    try:
+        return yaml.load(text, UniqueKeyLoader)
+    except RecursionError:
+        raise yaml.YAMLError(TOO_DEEP) from None
 
 
 def yaml_error_line(exc: Exception) -> str:
@@ -55,8 +63,11 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def load_json(text: str) -> Any:
-    """``json.loads``, refusing a repeated key (``ValueError``)."""
-    return json.loads(text, object_pairs_hook=_unique_pairs)
+    """``json.loads``, refusing a repeated key or text nested too deeply (``ValueError``)."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_pairs)
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
 
 
 __all__ = ["UniqueKeyLoader", "load_json", "load_yaml", "yaml_error_line"]

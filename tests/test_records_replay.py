@@ -600,6 +600,31 @@ def test_malformed_record_files(tmp_path, text, words):
     assert words in msg and (f"{path}:1:" in msg or f"{path}:2:" in msg)
 
 
+def test_text_nested_too_deeply_is_a_clean_error_in_records_configs_and_bundles(tmp_path):
+    """Python's parsers recurse once per level: a record line, a config, a rules file or a
+    manifest of a hundred thousand nested lists is refused as unreadable, not a crash."""
+    import yaml
+
+    from agents.bundle import BundleError, read_manifest
+    from arschloch_env.rules import RulesError, make_rules
+    from arschloch_env.unique_keys import load_yaml
+    deep = "[" * 100_000 + "]" * 100_000 + "\n"
+    record = tmp_path / "deep.jsonl"
+    record.write_text(deep)
+    with pytest.raises(RecordError, match="deep.jsonl:1: nested too deeply"):
+        list(read_events(record))
+    with pytest.raises(yaml.YAMLError, match="nested too deeply"):
+        load_yaml(deep)
+    for name in ("deep.json", "deep.yaml"):
+        (tmp_path / name).write_text(deep)
+        with pytest.raises(RulesError, match="cannot be parsed: nested too deeply"):
+            make_rules(str(tmp_path / name))
+    (tmp_path / "bot").mkdir()
+    (tmp_path / "bot" / "manifest.json").write_text(deep)
+    with pytest.raises(BundleError, match="manifest.json is damaged .nested too deeply"):
+        read_manifest(tmp_path / "bot")
+
+
 def test_replay_reports_a_broken_match_before_a_damaged_line_further_on(tmp_path, capsys):
     """Matches are re-played as they are read: a rule broken in the first is reported (exit
     1), not hidden behind a cut line at the end of the file (which alone exits 2)."""

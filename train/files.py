@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from arschloch_env.atomic import output_file, temporary_beside
+from arschloch_env.unique_keys import load_json
 from train.config import ConfigError
 
 
@@ -58,7 +59,7 @@ def read_run_json(path: Path) -> dict[str, Any]:
         ConfigError: the file is missing or damaged, named.
     """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
         raise ConfigError(f"{path} cannot be read: {exc}") from None
     if not isinstance(data, dict):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 from arschloch_env.cli import (EXIT_INTERRUPTED, CliError, add_progress_args, add_rules_args,
                                check_out_dir, check_record_inputs, input_paths,
                                overrides_from_args)
+from arschloch_env.unique_keys import load_json
 from train.files import fresh_directory
 
 
@@ -92,7 +92,7 @@ def _tournament_results(path: Path) -> dict | None:
     """The report in ``path`` if it is a tournament's ``results.json``, else None."""
     from train.tournament import FORMAT
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if isinstance(data, dict) and str(data.get("format")).startswith(FORMAT.split("/")[0]):
