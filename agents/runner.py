@@ -98,7 +98,8 @@ def _call(choose, agent: Any, seat: int, observation: dict, view: dict | None):
         return choose(observation, view)
     except (QuitGame, AgentError):
         raise
-    except Exception as exc:  # noqa: BLE001 - whatever a user's agent raises
+    # SystemExit too: an agent's sys.exit() would end a command quietly, as if it had finished
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever a user's agent raises
         raise failure(agent, seat, exc) from None
 
 
@@ -154,7 +155,7 @@ def reset_agents(agents: list[Any], rules: dict, seed: int | None) -> None:
             reset(rules, seat, None if seed is None else agent_seed(seed, seat))
         except (QuitGame, AgentError, BundleError):  # a bundle refusing the rules says why
             raise
-        except Exception as exc:  # noqa: BLE001 - whatever a user's agent raises
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - as in choosing a move
             raise failure(agent, seat, exc, "reset") from None
 
 

@@ -67,6 +67,13 @@ class ProcessKillerAgent:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+class ExitingAgent:
+    """Calls sys.exit(0) on its first move (``tests.test_cli:ExitingAgent``)."""
+
+    def act(self, observation, view):
+        sys.exit(0)
+
+
 class ResetBoomAgent:
     """Raises when a match starts (``tests.test_cli:ResetBoomAgent``)."""
 
@@ -264,6 +271,20 @@ def test_an_agent_whose_reset_fails_is_named_with_its_seat(agent, says, jobs):
     assert res.stderr.splitlines()[0].startswith(f"arschloch tournament: {says}"), res.stderr
     assert res.stderr.count("Traceback (most recent call last)") <= 1
     assert "RemoteTraceback" not in res.stderr
+
+
+@pytest.mark.parametrize("command", [
+    ["simulate", "--agents", "tests.test_cli:ExitingAgent", "random", "random", "random"],
+    ["tournament", "--bots", "tests.test_cli:ExitingAgent", "greedy", "--deals", "2",
+     "--jobs", "2", "--no-plots"]])
+def test_an_agent_that_calls_sys_exit_is_an_agent_failure_not_a_quiet_success(command,
+                                                                             tmp_path):
+    out = ["--out", str(tmp_path / "t")] if command[0] == "tournament" else []
+    res = cli(*command, *out, "--record", str(tmp_path / "r.jsonl"))
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    assert res.stderr.splitlines()[0] == (f"arschloch {command[0]}: agent 'ExitingAgent' in "
+                                          f"player_0 raised SystemExit: 0"), res.stderr
+    assert not (tmp_path / "r.jsonl").exists()
 
 
 def test_a_tournament_worker_that_dies_is_an_error_not_a_hang(tmp_path):
