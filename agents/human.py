@@ -226,8 +226,8 @@ def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
         m = CARD_RE.match(t)
         if m is None:
             raise MoveError(f"'{_shortened(t, ECHO_WIDTH)}' is not understood: "
-                            + (f"type cards like '8', '8h', 't' or '10' (ten), 'pass', or a "
-                               f"move number; 'help' explains" if phase == "play"
+                            + ("type cards like '8', '8h', 't' or '10' (ten), 'pass', or a "
+                               "move number; 'help' explains" if phase == "play"
                                else _phase_hint(view)))
         word, suit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), None)
         rank = RANK_ALIASES.get(word, word.upper())

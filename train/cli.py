@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from arschloch_env.cli import (CliError, Interrupted, add_progress_args, add_rules_args,

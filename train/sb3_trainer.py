@@ -27,7 +27,6 @@ Run directory::
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
