@@ -1029,6 +1029,8 @@ def test_a_dead_env_worker_fails_the_run(tmp_path):
               env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])})
     assert res.returncode == 1, res.stdout + res.stderr
     assert "worker process died" in res.stderr and "RuntimeError: boom" in res.stderr
+    # before its first checkpoint: nothing to continue from, and the message does not say so
+    assert "No checkpoint was written yet: fix the cause and start the run again" in res.stderr
 
 
 def test_learning_curves_of_any_field_and_table_size(tmp_path):

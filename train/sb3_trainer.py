@@ -532,9 +532,11 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
                         reset_num_timesteps=meta is None, tb_log_name="ppo")
         final = loop.finish(model)
     except WORKER_GONE as exc:
+        kept = ("Checkpoints written so far are kept: fix the cause and continue from the last "
+                "with --resume" if run.latest.is_file() else
+                "No checkpoint was written yet: fix the cause and start the run again")
         raise WorkerDied(f"an environment worker process died ({type(exc).__name__}); its "
-                         f"error is printed above. Checkpoints written so far are kept: fix the "
-                         f"cause and continue from the last with --resume") from None
+                         f"error is printed above. {kept}") from None
     except KeyboardInterrupt:
         interrupted = True
         raise
