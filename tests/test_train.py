@@ -423,6 +423,23 @@ def test_resume_refuses_a_rules_json_edited_since_the_checkpoint(smoke_run, tmp_
     assert sorted((p.name, p.stat().st_mtime_ns) for p in run.rglob("*")) == before
 
 
+def test_resume_of_a_run_whose_config_yaml_is_gone_takes_its_checkpoints_config(smoke_run,
+                                                                               tmp_path):
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(smoke_run, run)
+    saved = yaml.safe_load((run / "config.yaml").read_text())
+    (run / "config.yaml").unlink()
+    steps = json.loads((run / "latest.json").read_text())["steps"]
+    res = cli("train", "--run-dir", run, "--resume", "--set", f"total_steps={steps + 1}")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "config.yaml is missing: resuming with the config the run's last checkpoint " \
+           "recorded" in res.stderr
+    again = yaml.safe_load((run / "config.yaml").read_text())
+    assert again == {**saved, "total_steps": steps + 1}
+    assert json.loads((run / "latest.json").read_text())["steps"] > steps
+
+
 def test_resume_refuses_a_run_whose_checkpoints_folder_cannot_be_written(smoke_run,
                                                                          monkeypatch, capsys):
     """Up front, not at the first checkpoint after the training (os.access stands in for a

@@ -320,12 +320,18 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
     """The config of the run in ``run_dir`` with resumable ``--set`` overrides applied."""
     path = run_dir / "config.yaml"
     if not path.is_file():
-        raise ConfigError(f"{run_dir} is not a run directory (no config.yaml); start a run "
-                          f"there with arschloch train --config FILE --run-dir {run_dir}")
-    try:
-        data = load_yaml(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
-        raise ConfigError(f"{path} is damaged: {yaml_error_line(exc)}") from None
+        data = recorded_config(run_dir)
+        if data is None:
+            raise ConfigError(f"{run_dir} is not a run directory (no config.yaml); start a "
+                              f"run there with arschloch train --config FILE --run-dir "
+                              f"{run_dir}")
+        print(f"{path} is missing: resuming with the config the run's last checkpoint "
+              f"recorded (a resumed run writes config.yaml again)", file=sys.stderr)
+    else:
+        try:
+            data = load_yaml(path.read_text(encoding="utf-8"))
+        except (yaml.YAMLError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+            raise ConfigError(f"{path} is damaged: {yaml_error_line(exc)}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path} is damaged: it holds {type(data).__name__}, not the run's "
                           f"config mapping")
@@ -333,6 +339,15 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
     cfg = resume_config(data, overrides)
     check_same_rules(cfg, run_dir, data.get("rules"))
     return cfg
+
+
+def recorded_config(run_dir: Path) -> dict[str, Any] | None:
+    """The config mapping the run's last checkpoint recorded, or None without a readable one."""
+    try:
+        config = read_run_json(run_dir / read_latest(run_dir)["meta"]).get("config")
+    except ConfigError:
+        return None
+    return config if isinstance(config, dict) else None
 
 
 def check_input_paths(data: dict[str, Any], path: Path, overrides: list[str] = ()) -> None:
