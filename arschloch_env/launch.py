@@ -8,6 +8,7 @@ status 130, as a Ctrl-C later does, instead of a traceback. So that the guard co
 
 from __future__ import annotations
 
+import signal
 import sys
 
 EXIT_INTERRUPTED = 130
@@ -24,7 +25,11 @@ def main() -> int:
         from arschloch_env.cli import main as command_line
     except KeyboardInterrupt:
         return loading_interrupted()
-    return command_line()
+    status = command_line()
+    # The work is done and reported: a Ctrl-C now would only break the interpreter's shutdown
+    # (a traceback from an atexit hook, such as torch's, and the status lost).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return status
 
 
 if __name__ == "__main__":

@@ -597,6 +597,21 @@ def test_ctrl_c_while_the_command_loads_exits_130_with_one_line():
         assert 'arschloch = "arschloch_env.launch:main"' in f.read()
 
 
+def test_ctrl_c_once_the_command_is_done_leaves_its_exit_status_alone(monkeypatch):
+    """After the command returns, the interpreter shuts down (atexit hooks: torch's, after an
+    export): a Ctrl-C then printed a traceback and could turn a failure into status 0."""
+    import arschloch_env.cli as cli_module
+    from arschloch_env.launch import main
+
+    monkeypatch.setattr(cli_module, "main", lambda: 3)
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        assert main() == 3
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def test_ctrl_c_while_the_commands_parser_is_built_exits_130_with_one_line(monkeypatch, capsys):
     import arschloch_env.cli as cli_module
 
