@@ -129,7 +129,10 @@ def _apply(game: Game, ev: dict) -> None:
         game.step(0, seat=_seat(ev.get("player"), game.n))
     elif kind == "play":
         cards = ev.get("cards")
-        if not isinstance(cards, list) or not cards or len(cards) > 4:
+        if not isinstance(cards, list):
+            raise ValueError(f"its 'cards' must be a list of 1 to 4 cards, got "
+                             f"{'nothing' if cards is None else repr(cards)[:40]}")
+        if not cards or len(cards) > 4:
             raise ValueError("a play needs 1 to 4 cards")
         action = codec.play(_rank_of(game, cards[0]), len(cards))
         game.step(action, cards=cards, seat=_seat(ev.get("player"), game.n))
