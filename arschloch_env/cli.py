@@ -393,7 +393,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
     replayed = 0
     try:
-        for res in replay_matches(args.file):
+        for res in replay_matches(args.file, args.deals_from_seed):
             replayed += 1
             if not args.quiet:
                 print("\n".join(res.lines))
@@ -404,7 +404,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     except RecordError as exc:
         print(f"arschloch replay: error: {exc}", file=sys.stderr)
         return 2
-    print(f"{args.file}: {replayed} match(es) replayed; every event follows the rules")
+    dealt = "; every deal is its match seed's" if args.deals_from_seed else ""
+    print(f"{args.file}: {replayed} match(es) replayed; every event follows the rules{dealt}")
     return 0
 
 
@@ -455,6 +456,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("replay", help="re-play a game record through the engine and check it")
     p.add_argument("file", help="a game record (JSON Lines)")
     p.add_argument("--quiet", action="store_true", help="only check; print no game")
+    p.add_argument("--deals-from-seed", action="store_true",
+                   help="deal every round from the match's seed, as the kit did when it wrote "
+                        "the record, instead of taking the deals written in it: a deal changed "
+                        "since fails (records of other tools may deal otherwise)")
     p.set_defaults(func=_cmd_replay)
 
     import importlib

@@ -176,10 +176,19 @@ def _deal(event: dict) -> tuple[dict, list]:
     return hands, leftover
 
 
-def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
-    """Re-plays one match (as read by :func:`read_matches`) and reports the first break."""
+def replay_match(events: list[tuple[int, dict]], deals_from_seed: bool = False) -> ReplayResult:
+    """Re-plays one match (as read by :func:`read_matches`) and reports the first break.
+
+    The engine deals as the record says; with ``deals_from_seed`` it deals from the match's
+    seed instead (and takes the suits of automatic gifts from it), as it did for a record the
+    kit wrote: a deal changed since then breaks the replay at its ``round`` event."""
     no, header = events[0]
     res = ReplayResult(index=header.get("index", 0))
+    seed = header.get("seed")
+    if deals_from_seed and not (is_integer(seed) and seed >= 0):
+        res.error, res.error_line = (f"match.seed is {seed!r}: no seed to deal from (a record "
+                                     f"dealt by its seed has a non-negative integer)"), no
+        return res
     deals, deal_lines = [], []
     gifts = {}  # every exchange's cards: the engine takes an automatic gift's suits from them
     for round_no, ev in events:
@@ -193,7 +202,8 @@ def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
         elif (ev.get("event") == "exchange" and isinstance(ev.get("cards"), list)
               and isinstance(ev.get("from"), str)):  # any other giver fails its own check
             gifts.setdefault((len(deals), ev["from"]), ev["cards"])
-    seed = header.get("seed")
+    if deals_from_seed:
+        deals, gifts = None, None
     # INTERFACES.md allows any int; the engine's generator takes none below 0, but a replay
     # deals from the record and only writes the seed back into its header
     foreign_seed = is_integer(seed) and seed < 0
@@ -230,6 +240,8 @@ def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
                              + (f"they give a {mine['event']!r} event"
                                 if mine["event"] != ev.get("event")
                                 else "; ".join(differences)))
+                if deals_from_seed and mine["event"] in ("round", "exchange"):
+                    res.error += f" (dealt from the match's seed {seed})"
                 return res
             res.lines.append(describe_event(ev))
             done += 1
@@ -252,7 +264,7 @@ def replay_match(events: list[tuple[int, dict]]) -> ReplayResult:
     return res
 
 
-def replay_matches(path) -> Iterator[ReplayResult]:
+def replay_matches(path, deals_from_seed: bool = False) -> Iterator[ReplayResult]:
     """Re-plays the matches of a record file one by one as they are read: a long record is
     never held whole, and a match that breaks the rules is reported before a damaged line
     further on.
@@ -264,14 +276,14 @@ def replay_matches(path) -> Iterator[ReplayResult]:
     replayed = 0
     for match in read_matches(path):
         replayed += 1
-        yield replay_match(match)
+        yield replay_match(match, deals_from_seed)
     if not replayed:
         raise RecordError(f"{path}: holds no match (a record starts with a 'match' event)")
 
 
-def replay_file(path) -> list[ReplayResult]:
+def replay_file(path, deals_from_seed: bool = False) -> list[ReplayResult]:
     """Every match of a record file re-played (:func:`replay_matches`), as a list."""
-    return list(replay_matches(path))
+    return list(replay_matches(path, deals_from_seed))
 
 
 __all__ = ["ReplayResult", "RecordError", "describe_event", "replay_file", "replay_match",

@@ -324,6 +324,10 @@ def test_replay_ok(record):
     res = ok(cli("replay", "--quiet", str(record)))
     assert res.stdout.strip().splitlines() == [
         f"{record}: 3 match(es) replayed; every event follows the rules"]
+    res = ok(cli("replay", "--quiet", "--deals-from-seed", str(record)))
+    assert res.stdout.strip().splitlines() == [
+        f"{record}: 3 match(es) replayed; every event follows the rules; every deal is its "
+        f"match seed's"]
 
 
 def test_replay_corrupted_play_exits_1_naming_the_line(tmp_path, record):

@@ -327,7 +327,8 @@ def test_aec_env_writes_records(tmp_path):
     assert list(tmp_path.iterdir()) == [path]
     matches = list(read_matches(path))
     assert [m[0][1]["index"] for m in matches] == [0, 1]
-    assert all(r.ok for r in replay_file(path))
+    assert all(r.ok for r in replay_file(path)) and all(
+        r.ok for r in replay_file(path, deals_from_seed=True))
     for m in matches:
         check_structure([e for _, e in m])
 
@@ -342,6 +343,7 @@ def test_single_seat_env_writes_records(tmp_path):
     env.close()
     results = replay_file(path)
     assert len(results) == 1 and results[0].ok
+    assert replay_file(path, deals_from_seed=True)[0].ok
 
 
 # -- reading and replaying --------------------------------------------------------------------------
@@ -374,6 +376,46 @@ def test_replay_takes_the_suits_of_a_records_automatic_gifts(tmp_path):
     path = tmp_path / "other_suits.jsonl"
     write_lines(path, events)
     assert all(r.ok for r in replay_file(path)), [r.error for r in replay_file(path)]
+
+
+def test_replay_deals_from_the_seed_of_every_kind_of_record_the_kit_writes(tmp_path):
+    """Matches of play_match (simulate, tournaments) and of the batched engine (the envs'
+    are checked where they are written): each deals what its seed deals, so a replay dealing
+    from the seeds gives every event of the record again."""
+    from arschloch_env.vector import VectorGame
+    path = tmp_path / "m.jsonl"
+    write_lines(path, random_match("culo-52", 5, 5).events +
+                random_match("culo-points", 3, 6, index=1).events)
+    vg = VectorGame("tavern", 4, num_games=4, seed=5, record_path=str(tmp_path / "v.jsonl"),
+                    record_games=[1], rounds=2)
+    _, mask = vg.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(400):
+        _, mask, _, _ = vg.step(np.array([rng.choice(np.flatnonzero(m)) for m in mask]))
+    vg.close()
+    for name in ("m", "v"):
+        results = replay_file(tmp_path / f"{name}.jsonl", deals_from_seed=True)
+        assert results and all(r.ok for r in results), (name, [r.error for r in results])
+
+
+def test_replay_from_the_seed_catches_a_deal_changed_so_that_the_play_stays_legal(tmp_path):
+    """Clubs and hearts swapped in every card of a tavern match (the leader rotates, so no
+    suit matters): every move is still legal, and only the deal tells the record from the
+    one its seed gave."""
+    g = random_match("tavern", 4, 8)
+    swapped = [json.loads(json.dumps(e).replace('C"', '#"').replace('H"', 'C"')
+                          .replace('#"', 'H"')) if e["event"] != "match" else e
+               for e in g.events]
+    write_lines(tmp_path / "r.jsonl", swapped)
+    assert replay_file(tmp_path / "r.jsonl")[0].ok
+    res = replay_file(tmp_path / "r.jsonl", deals_from_seed=True)[0]
+    assert not res.ok and res.error_line == 2
+    assert res.error.startswith("event 'round' is not what the rules give here: hands: ")
+    assert res.error.endswith(f"(dealt from the match's seed {g.events[0]['seed']})")
+    seedless = [{**g.events[0], "seed": None}, *g.events[1:]]
+    write_lines(tmp_path / "n.jsonl", seedless)
+    res = replay_file(tmp_path / "n.jsonl", deals_from_seed=True)[0]
+    assert not res.ok and res.error_line == 1 and "no seed to deal from" in res.error
 
 
 def first(events, kind, start=0):
