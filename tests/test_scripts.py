@@ -54,6 +54,18 @@ def test_env_refuses_a_venv_of_an_older_python(tmp_path):
     assert not (venv / ".arschloch-installed").exists()
 
 
+def test_demo_help_comes_before_the_first_runs_install(tmp_path):
+    """``scripts/demo.sh --help`` prints the demo's options with Python alone: it made the
+    virtual environment and began the install of a few minutes first."""
+    venv = tmp_path / "venv"
+    env = {**os.environ, "ARSCHLOCH_VENV": str(venv), "PYTHON": sys.executable}
+    res = subprocess.run(["bash", str(ROOT / "scripts" / "demo.sh"), "--help"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=60,
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode == 0 and "--steps STEPS" in res.stdout, res.stderr[-2000:]
+    assert not venv.exists() and "creating virtual environment" not in res.stderr
+
+
 def test_train_throughput_refuses_ppo_vec_options_for_an_sb3_config():
     """--profile and --snapshots act on the ppo-vec trainer only: an SB3 config took them and
     printed its figure as if they had been applied."""

@@ -30,7 +30,8 @@ def fresh_run_dir(run_dir: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+    parser = argparse.ArgumentParser(prog="scripts/demo.sh",
+                                     description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--steps", type=int, default=None, help="training steps (default: "
                         "the demo config's)")
     parser.add_argument("--deals", type=int, default=200, help="tournament deals per field")
