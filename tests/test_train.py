@@ -71,7 +71,8 @@ def test_shipped_configs_load():
     ("league.mix={snapshot: 1}", "(a share of the mix may also name current, snapshots)"),
     ("league.mix={current:0.5}", "league.mix: 'current:0.5' reads as one key with no value; "
                                  "YAML needs a space after the colon (current: 0.5)"),
-    ("vec.num_games=64", "vec.num_games: not read by algo ppo; they are algo ppo-vec's"),
+    ("vec.num_games=64", "vec.num_games: not read by algo ppo; only algo ppo-vec reads it (set "
+                         "algo: ppo-vec to use it); remove it from the config or --set"),
 ])
 def test_config_errors_name_the_key(override, message):
     with pytest.raises((ConfigError, ValueError), match=None) as info:
@@ -1199,7 +1200,7 @@ def test_resume_refuses_a_setting_the_trainer_does_not_read():
     wrote it into its config.yaml, which a new run then refused."""
     from train.config import resume_config
     with pytest.raises(ConfigError, match=r"^vec.bfloat16: not read by algo ppo; .*remove "
-                                          r"them from --set"):
+                                          r"it from --set"):
         resume_config(load_config(SMOKE).to_dict(), ["vec.bfloat16=true"])
     vec = load_config(ROOT / "configs" / "ppo_vec_culo.yaml")
     assert resume_config(vec.to_dict(), ["vec.bfloat16=true"]).vec.bfloat16

@@ -304,7 +304,7 @@ SB3_ONLY = ("n_envs", "subproc", "ppo.n_steps", "ppo.batch_size", "league.mix")
 
 
 def check_settings_are_read(cfg: TrainConfig, changed: list[str] | None = None,
-                            given_in: str = "the config") -> None:
+                            given_in: str = "the config or --set") -> None:
     """Refuses a setting that this run's trainer does not read (the other trainer's:
     ``vec.*`` for ``ppo``, those of :data:`SB3_ONLY` for ``ppo-vec``) among ``changed``
     (dotted keys; by default those that differ from the defaults)."""
@@ -317,10 +317,11 @@ def check_settings_are_read(cfg: TrainConfig, changed: list[str] | None = None,
                    "vec.num_games, vec.rollout_steps and vec.minibatches")
     else:
         unread = sorted({".".join(c.split(".")[:2]) for c in changed if c.startswith("vec.")})
-        instead = "they are algo ppo-vec's (set algo: ppo-vec to use them)"
+        instead = "only algo ppo-vec reads {it} (set algo: ppo-vec to use {it})"
     if unread:
-        raise ConfigError(f"{', '.join(unread)}: not read by algo {cfg.algo}; {instead}; "
-                          f"remove them from {given_in}")
+        it = "it" if len(unread) == 1 else "them"
+        raise ConfigError(f"{', '.join(unread)}: not read by algo {cfg.algo}; "
+                          f"{instead.format(it=it)}; remove {it} from {given_in}")
 
 
 RESUMABLE = ("total_steps", "checkpoint_every", "device", "torch_threads", "subproc",
