@@ -172,7 +172,7 @@ def test_summary_of_known_blocks_by_hand():
     assert "cand - field: score +0.083" in text_report(res)
     # rank points: (n - 1) times the score, 1/6 ± 3.12, cut to the differences of values
     # in [0, 2]
-    assert "rank pts/round +0.167 [-2.000, +2.000]" in text_report(res)
+    assert "rank pts/round +0.167 [-2.000, +2.000]\n" in text_report(res) + "\n"  # no star
     assert "bot,cand,score,0.5555555555555556," in csv_text(res)
 
 

@@ -101,12 +101,13 @@ def paired_lines(res: TournamentResult) -> list[str]:
             ci = f"(the same in all {e.n} {block_unit(res)}s: no interval)"
         else:
             ci = f"[{e.low:+.3f}, {e.high:+.3f}]"
-            if e.low > 0 or e.high < 0:
-                ci += " *"
         rp_ci = ("" if rp.half_width is None or rp.sd == 0.0
                  else f" [{rp.low:+.3f}, {rp.high:+.3f}]")
+        # rank points are the score times n - 1: both intervals exclude 0 or neither does
+        star = " *" if e.half_width is not None and e.sd != 0.0 and (e.low > 0 or e.high < 0) \
+            else ""
         out.append(f"{p['a']} - {p['b']}: score {e.mean:+.3f} {ci}, rank pts/round "
-                   f"{rp.mean:+.3f}{rp_ci}")
+                   f"{rp.mean:+.3f}{rp_ci}{star}")
     return out
 
 
@@ -118,7 +119,7 @@ def text_report(res: TournamentResult) -> str:
         return "\n".join(parts)
     parts += ["", markdown_table(res), "",
               f"paired differences on identical {block_unit(res)}s ({level_text(res.level)} CI; "
-              f"* = excludes 0):"]
+              f"* = the difference's interval excludes 0):"]
     parts += ["  " + line for line in paired_lines(res)]
     return "\n".join(parts)
 
