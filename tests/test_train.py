@@ -1035,6 +1035,36 @@ def test_demo_refuses_bad_flags_before_it_trains_or_clears(tmp_path, capsys, arg
     assert not (tmp_path / "demo").exists()
 
 
+def test_demo_end_to_end_in_brief_exports_as_arschloch_export_does(tmp_path, capsys):
+    """The main job at its smallest: a rollout of training, one deal per tournament. Its
+    bundle carries the training summary that ``arschloch export`` writes: the steps the run
+    took, its seed and its last evaluation."""
+    from train.demo import main
+
+    run = tmp_path / "demo"
+    assert main(["--steps", "1", "--deals", "1", "--run-dir", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "-- bot vs 3x expert" in out and "== 3. what next" in out
+    training = json.loads((run / "bot" / "manifest.json").read_text())["training"]
+    meta = json.loads((run / "train" / json.loads(
+        (run / "train" / "latest.json").read_text())["meta"]).read_text())
+    assert training["steps"] == meta["steps"] > 1 and training["seed"] == meta["seed"]
+    assert training["evaluation"] == meta["evaluations"][-1]
+    assert [json.loads(x)["event"] for x in (run / "vs_greedy.jsonl").read_text()
+            .splitlines()].count("match") == 4
+
+
+def test_demo_names_the_scripts_of_the_environment_it_runs_in(tmp_path, monkeypatch):
+    """Not .venv/bin whatever the environment: scripts/env.sh takes ARSCHLOCH_VENV."""
+    from train.demo import scripts_dir
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "envs" / "a" / "bin" / "python"))
+    assert scripts_dir() == os.path.join("envs", "a", "bin")
+    monkeypatch.setattr(sys, "executable", "/opt/elsewhere/bin/python")
+    assert scripts_dir() == "/opt/elsewhere/bin"
+
+
 def test_a_dead_env_worker_fails_the_run(tmp_path):
     """An opponent that crashes in a worker process ends the run with an error (exit 1), not
     a silent success."""

@@ -231,13 +231,30 @@ def checkpoint_policy(checkpoint: Path):
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from train.export import torch_policy, write_bundle
-
     check_out_dir(str(Path(args.out).absolute().parent), f"the folder of --out {args.out!r}")
     if Path(args.out).is_symlink():  # the bundle would replace the link, and leave it behind
         raise CliError(f"--out {args.out!r} is a symbolic link; give the folder it points to "
                        f"({str(Path(args.out).resolve())!r}) or another name")
-    checkpoint, meta = resolve_checkpoint(Path(args.source))
+    out, checkpoint, meta, rules = export_run(Path(args.source), args.out, args.name,
+                                              args.torch)
+    print(f"exported {checkpoint} (step {meta.get('steps', '?')})")
+    print(f"bundle written to {out}; use it as an agent spec, e.g.\n"
+          f"  arschloch play --rules {rules['preset']} --players {rules['num_players']}"
+          f"{rules_options(rules)} --bots {out}")
+    return 0
+
+
+def export_run(source: Path, out: str | Path, name: str | None = None,
+               with_torch: bool = False) -> tuple[Path, Path, dict, dict]:
+    """Writes the bundle of a run's last checkpoint (or of the checkpoint ``source``) with
+    its training summary; returns (bundle, checkpoint, its metadata, its rules).
+
+    Raises:
+        CliError: the checkpoint or its metadata is missing or damaged, named.
+    """
+    from train.export import torch_policy, write_bundle
+
+    checkpoint, meta = resolve_checkpoint(source)
     mlp = checkpoint_policy(checkpoint)
     cfg = meta.get("config", {})
     if not isinstance(cfg, dict):
@@ -254,15 +271,10 @@ def _cmd_export(args: argparse.Namespace) -> int:
                 "seed": meta.get("seed"), "code_version": meta.get("code_version"),
                 "config": cfg, "checkpoint": str(checkpoint),
                 "evaluation": evaluations[-1] if evaluations else None}
-    out = write_bundle(args.out, mlp, rules, presets=[rules["preset"]],
-                       players=players,
-                       name=args.name or Path(args.out).name, training=training,
-                       torch_program=torch_policy(mlp) if args.torch else None)
-    print(f"exported {checkpoint} (step {meta.get('steps', '?')})")
-    print(f"bundle written to {out}; use it as an agent spec, e.g.\n"
-          f"  arschloch play --rules {rules['preset']} --players {rules['num_players']}"
-          f"{rules_options(rules)} --bots {out}")
-    return 0
+    bundle = write_bundle(out, mlp, rules, presets=[rules["preset"]], players=players,
+                          name=name or Path(out).name, training=training,
+                          torch_program=torch_policy(mlp) if with_torch else None)
+    return bundle, checkpoint, meta, rules
 
 
 def checkpoint_rules(checkpoint: Path, meta: dict) -> dict:

@@ -7,6 +7,7 @@ heuristic bots, export it, and say how to look at it and play against it.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import time
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--deals {args.deals}: at least 1")
 
     from train.config import ConfigError, load_config
-    from train.export import policy_mlp, write_bundle
+    from train.cli import export_run
     from train.report import text_report
     from train.sb3_trainer import rules_for, train
     from train.tournament import run_tournament
@@ -64,12 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     checkpoint = train(cfg, run_dir / "train")
     print(f"   trained in {time.time() - started:.0f} s")
-
-    from sb3_contrib import MaskablePPO
-    mlp = policy_mlp(MaskablePPO.load(str(checkpoint), device="cpu"))
-    bundle = write_bundle(run_dir / "bot", mlp, rules.to_dict(), [rules.preset],
-                          list(cfg.players), "demo", {"steps": cfg.total_steps,
-                                                      "config": cfg.to_dict()})
+    bundle, *_ = export_run(checkpoint, run_dir / "bot", name="demo")
     print(f"\n== 2. the bot in a duplicate tournament ({args.deals} deals, the bot in every "
           f"seat, the same cards for every seating)")
     for field_bot in ("random", "greedy", "expert"):
@@ -77,17 +73,25 @@ def main(argv: list[str] | None = None) -> int:
                              jobs=None, progress=None, record=run_dir / f"vs_{field_bot}.jsonl")
         print(f"\n-- bot vs 3x {field_bot}")
         print(text_report(res))
+    bin_dir = scripts_dir()
     print(f"""
 == 3. what next (from {Path.cwd()})
-   TensorBoard (learning curves):  .venv/bin/tensorboard --logdir {run_dir / 'train' / 'tb'}
-   the learning curves as a PNG:   .venv/bin/arschloch curves {run_dir / 'train'} \\
+   TensorBoard (learning curves):  {bin_dir}/tensorboard --logdir {run_dir / 'train' / 'tb'}
+   the learning curves as a PNG:   {bin_dir}/arschloch curves {run_dir / 'train'} \\
                                        --out {run_dir / 'curves.png'}
-   play against the bot:           .venv/bin/arschloch play --rules culo --players 4 \\
+   play against the bot:           {bin_dir}/arschloch play --rules culo --players 4 \\
                                        --bots {bundle} {bundle} greedy
-   replay a tournament game:       .venv/bin/arschloch replay {run_dir / 'vs_greedy.jsonl'} | less
-   train for real:                 .venv/bin/arschloch train --config configs/ppo_culo_4p.yaml
+   replay a tournament game:       {bin_dir}/arschloch replay {run_dir / 'vs_greedy.jsonl'} | less
+   train for real:                 {bin_dir}/arschloch train --config configs/ppo_culo_4p.yaml
 """)
     return 0
+
+
+def scripts_dir() -> str:
+    """The scripts folder of the environment this runs in (scripts/env.sh's, wherever
+    ARSCHLOCH_VENV put it), named from here when it lies below this folder."""
+    scripts = Path(sys.executable).parent
+    return os.path.relpath(scripts) if scripts.is_relative_to(Path.cwd()) else str(scripts)
 
 
 if __name__ == "__main__":
