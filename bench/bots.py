@@ -64,7 +64,10 @@ def main(argv=None) -> None:
                    help="agent specs to time")
     p.add_argument("--rules", nargs="+", default=["culo", "tavern"], choices=PRESETS,
                    metavar="PRESET", help=f"presets to time them in: {', '.join(PRESETS)}")
-    p.add_argument("--seconds", type=duration, default=4.0, help="bot time per bot and rules")
+    p.add_argument("--seconds", type=duration, default=4.0,
+                   help="time in the bot's own decisions per bot and rules; the three experts "
+                        "it plays against take time too, and a run stops at 2 x SECONDS + 2 "
+                        "wall-clock seconds whatever the bot's share (a fast bot's share is small)")
     a = p.parse_args(argv)
     for spec in a.bots:  # before any bot is timed: a misspelt last bot is no traceback
         try:
