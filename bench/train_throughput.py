@@ -109,7 +109,11 @@ def bench_vec(cfg, args) -> None:
           f"{cfg.vec.minibatches} minibatches, "
           f"{'bfloat16' if cfg.vec.bfloat16 else 'float32'} forwards, device {device}, "
           f"torch threads {cfg.torch_threads}, engine threads {cfg.vec.engine_threads}, "
-          f"opponents {cfg.vec.mix}, {len(pool.active)} snapshots")
+          f"opponents {cfg.vec.mix}, "
+          + (f"{len(pool.active)} snapshots" if cfg.vec.mix.get("snapshots") else
+             "no snapshot seats")
+          + (" (init_from not loaded: weights do not change the speed)" if cfg.init_from
+             else ""))
     print(f"{steps} learner samples ({rows} decisions) in {elapsed:.1f} s: "
           f"{steps / elapsed:,.0f} samples/s (collect + update); collect {collect:.1f} s "
           f"({rows / collect:,.0f} decisions/s), update {update:.1f} s "
