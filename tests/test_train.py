@@ -1902,6 +1902,24 @@ def test_learning_curves_of_one_rollout_show_its_point(tmp_path, monkeypatch):
     plot_learning_curves(run, tmp_path / "c.png")
     (line,) = figures[0].axes[0].get_lines()
     assert list(line.get_xdata()) == [1024] and line.get_marker() not in ("", "None", None)
+    assert not figures[0].axes[0].texts
+
+
+def test_learning_curves_before_any_match_ended_say_so(tmp_path, monkeypatch):
+    """A ppo-vec run of one short rollout has evaluations but no match return yet."""
+    from matplotlib.figure import Figure
+    from torch.utils.tensorboard import SummaryWriter
+
+    from train.curves import NO_MATCH_YET, plot_learning_curves
+    run = tmp_path / "run"
+    with SummaryWriter(str(run / "tb" / "ppo_vec_1")) as w:
+        w.add_scalar("eval/vs_greedy/rank_points", 1.6, 60_000)
+    figures, save = [], Figure.savefig
+    monkeypatch.setattr(Figure, "savefig",
+                        lambda fig, *a, **k: (figures.append(fig), save(fig, *a, **k))[1])
+    plot_learning_curves(run, tmp_path / "c.png")
+    top = figures[0].axes[0]
+    assert not top.get_lines() and [t.get_text() for t in top.texts] == [NO_MATCH_YET]
 
 
 def test_drawing_curves_and_tournament_plots_leaves_pyplot_alone(tmp_path):

@@ -40,6 +40,9 @@ def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
             for tag, v in out.items()}
 
 
+NO_MATCH_YET = "no match of the learner had finished yet"
+
+
 def plot_learning_curves(run_dir: str | Path, out: str | Path, title: str | None = None) -> Path:
     """Two panels: the learner's match return, and the evaluation against each field with its
     confidence band. Written atomically."""
@@ -57,6 +60,8 @@ def plot_learning_curves(run_dir: str | Path, out: str | Path, title: str | None
         steps, values = zip(*scalars["rollout/ep_rew_mean"])
         # a single point (a run of one rollout) is no line: a marker shows it
         top.plot(steps, values, lw=1, marker="o" if len(steps) == 1 else "")
+    else:  # an empty axis would read as a plot gone wrong
+        top.text(0.5, 0.5, NO_MATCH_YET, ha="center", va="center", transform=top.transAxes)
     top.set_title(PANELS[0][1], fontsize=10)
     n = eval_table_size(run_dir)
     for name in eval_fields(scalars):
