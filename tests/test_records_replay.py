@@ -412,6 +412,10 @@ def test_replay_from_the_seed_catches_a_deal_changed_so_that_the_play_stays_lega
     assert not res.ok and res.error_line == 2
     assert res.error.startswith("event 'round' is not what the rules give here: hands: ")
     assert res.error.endswith(f"(dealt from the match's seed {g.events[0]['seed']})")
+    zero = play_match(arschloch_env.make_rules("tavern", 4, rounds=2),
+                      [RandomAgent() for _ in range(4)], seed=0, record=True)
+    write_lines(tmp_path / "z.jsonl", zero.events)  # seed 0 deals like any other
+    assert replay_file(tmp_path / "z.jsonl", deals_from_seed=True)[0].ok
     seedless = [{**g.events[0], "seed": None}, *g.events[1:]]
     write_lines(tmp_path / "n.jsonl", seedless)
     res = replay_file(tmp_path / "n.jsonl", deals_from_seed=True)[0]
@@ -643,6 +647,46 @@ def test_malformed_record_files(tmp_path, text, words):
         replay_file(path)
     msg = str(e.value)
     assert words in msg and (f"{path}:1:" in msg or f"{path}:2:" in msg)
+
+
+def test_an_empty_record_or_a_directory_is_an_error_not_a_clean_replay(tmp_path):
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(RecordError, match="holds no match"):
+        replay_file(tmp_path / "empty.jsonl")
+    with pytest.raises(RecordError, match="is a directory, not a file"):
+        list(read_events(tmp_path))
+
+
+def test_a_record_names_no_file_but_a_record_or_an_empty_one(tmp_path):
+    """One JSON object on a line is not yet a record: its first event must be a match."""
+    from arschloch_env.records import check_record_path
+    config = tmp_path / "config.json"
+    config.write_text('{"preset": "culo", "num_players": 4}\n')
+    with pytest.raises(ValueError, match="holds no game record"):
+        check_record_path(config)
+    with pytest.raises(ValueError, match="is a character device, not a regular file"):
+        check_record_path("/dev/null")  # refused before anything is opened
+
+
+def test_a_new_record_has_the_permissions_the_umask_gives(tmp_path):
+    old = os.umask(0o022)
+    try:
+        with RecordWriter(tmp_path / "new.jsonl") as w:
+            w.write_match(random_match("culo", 4, 3).events)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "new.jsonl").stat().st_mode & 0o777 == 0o644
+
+
+def test_replay_takes_the_leftover_cards_in_any_order():
+    """Card lists are compared as sets: a record that lists the left-over cards in another
+    order than the engine is the same record."""
+    g = random_match("culo", 5, 2)
+    events = [dict(e) for e in g.events]
+    i = first(events, "round")
+    assert len(events[i]["leftover"]) == 2
+    events[i]["leftover"] = events[i]["leftover"][::-1]
+    assert replay_match(list(enumerate(events, 1))).ok
 
 
 def test_text_nested_too_deeply_is_a_clean_error_in_records_configs_and_bundles(tmp_path):
