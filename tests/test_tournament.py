@@ -94,6 +94,46 @@ def test_mixed_tables_play_every_distinct_seating(table, count):
     assert len(rot) == n and all(sorted(o) == sorted(table) for o in rot)
 
 
+def test_rotations_of_a_table_that_repeats_are_played_once():
+    assert seatings_of([0, 1, 0, 1], "rotate") == [(0, 1, 0, 1), (1, 0, 1, 0)]
+
+
+def test_two_bots_of_one_name_keep_a_row_each():
+    class Named(LowestAgent):
+        name = "bot"
+
+    bots, labels, table = plan_table([Named(), Named()], 4)
+    assert labels == ["bot", "bot'"] and len(bots) == 2
+
+
+def test_a_level_of_one_is_refused_before_any_game(monkeypatch):
+    import train.tournament as tournament
+    played = []
+    monkeypatch.setattr(tournament, "make_bots", lambda *a: played.append(a))
+    for level in (1.0, 0.0, 1.5):
+        with pytest.raises(TournamentError, match="must lie strictly between 0 and 1"):
+            run_tournament("culo", ["greedy", "random"], deals=2, seed=0, jobs=1, level=level)
+    assert played == []
+
+
+def test_the_mean_place_interval_is_cut_to_the_places_there_are():
+    from train.tournament import _metric_range
+    assert [_metric_range(m, 4) for m in ("place", "rank_points", "score")] == [
+        (1, 4), (0, 3), (0, 1)]
+
+
+def test_a_record_never_overwrites_a_file_in_a_bundle_it_plays(tmp_path, capsys):
+    import shutil
+    bundle = tmp_path / "bot"
+    shutil.copytree(ROOT / "bots" / "ppo_culo_4p", bundle)
+    sample = bundle / "sample_games.jsonl"
+    sample.write_text("")  # an empty file: a record may replace one, but not an input's
+    assert cli_main(["tournament", "--bots", str(bundle), "greedy", "--deals", "1",
+                     "--out", str(tmp_path / "t"), "--record", str(sample)]) == 2
+    assert "would overwrite sample_games.jsonl of --bots" in capsys.readouterr().err
+    assert sample.read_text() == "" and not (tmp_path / "t").exists()
+
+
 def test_table_errors():
     with pytest.raises(TournamentError, match="3 spec.*give 2.*or 4"):
         plan_table(["a", "b", "c"], 4)
