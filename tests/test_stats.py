@@ -70,6 +70,24 @@ def test_openskill_orders_bots_and_rates_copies_as_one_player():
     assert r3[1]["mu"] > r3[0]["mu"] > r3[2]["mu"]
 
 
+def test_openskill_of_one_round_is_plackett_luce_with_the_copies_summed():
+    """As the docstring says: distinct bots get exactly the model's update; copies of one
+    bot add their mu changes and multiply their sigma ratios."""
+    from openskill.models import PlackettLuce
+    model = PlackettLuce()
+    fresh = [[model.rating()] for _ in range(4)]
+    out = model.rate(fresh, ranks=[2, 1, 4, 3])
+    r = openskill_ratings([((0, 1, 2, 3), (2, 1, 4, 3))], 4)
+    assert [x["mu"] for x in r] == pytest.approx([t[0].mu for t in out])
+    assert [x["sigma"] for x in r] == pytest.approx([t[0].sigma for t in out])
+    r = openskill_ratings([((0, 1, 1, 1), (2, 1, 4, 3))], 2)
+    copies = out[1:]
+    assert r[0]["mu"] == pytest.approx(out[0][0].mu)
+    assert r[1]["mu"] == pytest.approx(model.mu + sum(t[0].mu - model.mu for t in copies))
+    assert r[1]["sigma"] == pytest.approx(
+        model.sigma * math.prod(t[0].sigma / model.sigma for t in copies))
+
+
 def test_an_interval_is_cut_to_the_range_of_its_values():
     # one President in ten deals: Student's interval reaches below 0%, no rate can
     e = mean_ci([1] + [0] * 9, bounds=(0, 1))

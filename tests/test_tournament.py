@@ -253,6 +253,27 @@ def test_session_mode_plays_whole_matches_and_mixed_tables():
     assert dup.metrics["lowest"]["score"].half_width is None  # one block: no interval
 
 
+def test_reports_rank_the_bots_and_label_every_column():
+    """The table best bot first, match wins as a percentage, places numbered from 1, the
+    OpenSkill rows in the CSV, and a star for a difference significantly below 0 too."""
+    from train.report import markdown_report, markdown_table
+    res = run_tournament("culo", ["random", "greedy"], deals=30, seed=0, jobs=1)
+    rows = [r for r in markdown_table(res).splitlines()[2:]]
+    assert [r.split("|")[1].strip() for r in rows] == ["greedy", "random"]
+    assert "| bot | 1 | 2 | 3 | 4 |" in markdown_report(res)
+    csv = csv_text(res)
+    assert all(f"bot,{b},openskill_{k}," in csv for b in ("greedy", "random")
+               for k in ("mu", "sigma", "ordinal"))
+    line = next(x for x in text_report(res).splitlines() if "random - greedy" in x)
+    assert " [-" in line and line.endswith(" *"), line
+    session = run_tournament("culo", [LowestAgent(), "random"], deals=2, seed=3,
+                             mode="session", jobs=1, rounds=2)
+    table = markdown_table(session)
+    wins = [c.strip() for c in table.splitlines()[0].split("|")].index("match wins")
+    assert all(r.split("|")[wins].strip().split()[0].endswith("%")
+               for r in table.splitlines()[2:]), table
+
+
 def test_bad_arguments_fail_before_any_game(tmp_path):
     calls = []
 
