@@ -174,6 +174,17 @@ def test_points_rewards():
     assert sum(totals.values()) == 6 * game.rounds_done
 
 
+def test_only_the_seat_giving_back_sees_cards_to_give():
+    from arschloch_env.engine import Game
+    from arschloch_env.view import public_view
+    g = Game(make_rules("culo", 4, rounds=2), seed=1, auto_pass=True)
+    while g.phase != "give":
+        g.step(g.legal_actions()[0])
+    views = [public_view(g, s) for s in range(4)]
+    assert views[g.current]["to_give"] == 2 and views[g.current]["phase"] == "give"
+    assert [v["to_give"] for s, v in enumerate(views) if s != g.current] == [0, 0, 0]
+
+
 def test_state_and_view():
     env = arschloch_env.env(rules="culo", num_players=4)
     env.reset(seed=0)

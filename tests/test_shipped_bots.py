@@ -303,6 +303,11 @@ def test_bundle_act_checks_the_views_rules_where_reset_was_never_called():
     env = arschloch_env.env(rules="culo", num_players=4)
     env.reset(seed=0)
     assert env.view()["legal"][0]["id"] <= bot.act(env.last()[0], env.view())
+    # the next match at the same table under rules it was not trained with
+    env = arschloch_env.env(rules="culo", num_players=4, no_finish_on_top=False)
+    env.reset(seed=0)
+    with pytest.raises(BundleError, match="no_finish_on_top=False"):
+        bot.act(env.last()[0], env.view())
 
 
 def test_bundle_takes_a_rules_object_and_names_a_bare_vector():
