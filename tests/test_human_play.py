@@ -11,6 +11,7 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from agents.human import HumanAgent, MoveError, QuitGame, follow_hands, narrate, parse_move
@@ -60,8 +61,9 @@ def test_moves_typed_as_cards_or_numbers():
     assert parse_move("3", view) == (pair8, None)
     assert parse_move("#7", view) == (_id(view, "single ace"), None)
     assert parse_move("2", view) == (_id(view, "single 8"), None)  # 2 is no rank here
-    with pytest.raises(QuitGame):
-        parse_move("QUIT", view)
+    for word in ("QUIT", "exit"):
+        with pytest.raises(QuitGame):
+            parse_move(word, view)
 
 
 @pytest.mark.parametrize("text,message", [
@@ -168,6 +170,30 @@ def test_following_moves():
     game.step(0)
     view = public_view(game, 3)
     assert parse_move("#2", view) == (view["legal"][1]["id"], None)
+
+
+def test_a_play_of_the_tables_rank_is_told_that_equal_is_never_enough():
+    from arschloch_env.rules import make_rules
+    rng = np.random.default_rng(0)
+    for seed in range(50):
+        g = Game(make_rules("culo", 4), seed=seed, auto_pass=True)
+        while not g.is_over:
+            view = public_view(g, g.current)
+            table = view["table"]
+            if table and len(table["cards"]) == 1 and any(
+                    c[0] == table["cards"][0][0] for c in view["hand"]):
+                with pytest.raises(MoveError, match="equal is never enough"):
+                    parse_move(table["cards"][0][0], view)
+                return
+            g.step(int(rng.choice(g.legal_actions())))
+    pytest.fail("no position with the table's rank in the hand")
+
+
+@pytest.mark.parametrize("seat", ["4", "-1"])
+def test_play_refuses_a_seat_the_table_does_not_have(seat, capsys):
+    from arschloch_env.cli import main
+    assert main(["play", "--players", "4", "--bots", "random", "--seat", seat]) == 2
+    assert f"--seat {seat}: allowed 0..3" in capsys.readouterr().err
 
 
 def test_human_agent_reprompts_until_legal_and_shows_the_table():
