@@ -1920,6 +1920,8 @@ def test_learning_curves_before_any_match_ended_say_so(tmp_path, monkeypatch):
     plot_learning_curves(run, tmp_path / "c.png")
     top = figures[0].axes[0]
     assert not top.get_lines() and [t.get_text() for t in top.texts] == [NO_MATCH_YET]
+    lines = {line.get_label(): list(line.get_ydata()) for line in figures[0].axes[1].get_lines()}
+    assert lines == {"vs 3x greedy": [pytest.approx(1.6)], "par (4 players)": [1.5, 1.5]}
 
 
 def test_drawing_curves_and_tournament_plots_leaves_pyplot_alone(tmp_path):
