@@ -1774,6 +1774,23 @@ def test_the_league_sampler_draws_every_snapshot_alike_and_current_without_any(t
     assert set(drawn) == {0.0, 1.0, 2.0} and min(drawn.values()) > 70, drawn
 
 
+def test_the_league_sampler_plays_the_current_policy_the_trainer_wrote_last(tmp_path):
+    """The env workers reload current.npz when it changes, not only when league.json does."""
+    import os
+
+    from agents.mlp import MLP
+    from train.league import League, LeagueSampler
+    sampler = LeagueSampler(tmp_path, {"current": 1.0})
+    pool = League(tmp_path, 5)
+    rng = np.random.default_rng(0)
+    for weight in (1.0, 2.0):
+        pool.update_current(MLP([(np.full((49, 413), weight, np.float32),
+                                  np.zeros(49, np.float32))]))
+        # a coarse clock could give both writes one time stamp
+        os.utime(tmp_path / "current.npz", ns=(int(weight * 1e9),) * 2)
+        assert {float(a.mlp.layers[0][0][0, 0]) for a in sampler(rng, 3)} == {weight}
+
+
 def test_the_league_sampler_loads_a_bundle_once(tmp_path, monkeypatch):
     import agents.bundle
     from conftest import calls_of
