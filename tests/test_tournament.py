@@ -667,7 +667,8 @@ def test_a_match_length_in_a_rules_file_is_noted_as_not_played(tmp_path):
             ("r3.yaml", "preset: tavern\nrounds: 3\n", "note: the rules' rounds=3 was not played"),
             ("t20.yaml", "preset: culo-points\ntarget_points: 20\n",
              "note: the rules' target_points=20 was not played"),
-            ("run.yaml", "preset: culo\nrounds: 5\n", None)):
+            ("run.yaml", "preset: culo\nrounds: 5\n", None),
+            ("one.yaml", "preset: tavern\nrounds: 1\n", None)):  # the round it plays
         (tmp_path / name).write_text(text)
         proc = subprocess.run(
             [EXE, "tournament", "--rules", str(tmp_path / name), "--bots", "greedy", "random",
