@@ -366,12 +366,12 @@ def test_a_policy_entry_without_its_file_and_checksum_or_outside_the_bundle_is_r
         load_bundle(bundle)
 
 
-def edited_copy(tmp_path: Path, edit) -> Path:
-    """A copy of the shipped culo bundle (layout version 2: 413 values, 49 actions) whose
-    manifest ``edit(manifest)`` has changed by hand."""
+def edited_copy(tmp_path: Path, edit, name: str = "ppo_vec_culo_expert") -> Path:
+    """A copy of a shipped bundle (by default the culo one, layout version 2: 413 values, 49
+    actions) whose manifest ``edit(manifest)`` has changed by hand."""
     bundle = tmp_path / "bot"
-    bundle.mkdir()
-    source = ROOT / "bots" / "ppo_vec_culo_expert"
+    bundle.mkdir(parents=True)
+    source = ROOT / "bots" / name
     (bundle / "policy.onnx").write_bytes((source / "policy.onnx").read_bytes())
     manifest = json.loads((source / "manifest.json").read_text())
     edit(manifest)
@@ -416,6 +416,14 @@ def test_a_manifest_whose_rules_are_of_another_deck_than_its_layout_says_so(tmp_
                                           "observation.layout is of a deck of 8 ranks, "
                                           "rules.rank_order of 13"):
         load_bundle(edited_copy(tmp_path, tavern_rules))
+
+    def culo_rules(manifest):
+        manifest.update(rules=make_rules("culo", 4).to_dict(), presets=["culo"])
+
+    with pytest.raises(BundleError, match="manifest.json disagrees with itself: "
+                                          "observation.layout is of a deck of 13 ranks, "
+                                          "rules.rank_order of 8"):
+        load_bundle(edited_copy(tmp_path / "t", culo_rules, "ppo_vec_tavern_multi"))
 
 
 def test_a_graph_of_another_action_count_is_refused_at_load(tmp_path):

@@ -274,6 +274,29 @@ def test_reports_rank_the_bots_and_label_every_column():
                for r in table.splitlines()[2:]), table
 
 
+def test_the_score_plot_draws_a_cut_interval_below_and_above_as_it_lies(monkeypatch):
+    from matplotlib.axes import Axes
+
+    from train.report import plots
+    res = run_tournament("culo", [LowestAgent(), "random"], deals=3, seed=3, jobs=1)
+    drawn, bar = [], Axes.bar
+    monkeypatch.setattr(Axes, "bar", lambda ax, *a, **k: (drawn.append(k), bar(ax, *a, **k))[1])
+    plots(res)
+    scores = [res.metrics[b]["score"] for b in res.labels]
+    below, above = drawn[0]["yerr"]
+    assert below == pytest.approx([e.mean - e.low for e in scores])
+    assert above == pytest.approx([e.high - e.mean for e in scores])
+    assert below != pytest.approx(above)  # one of them is cut: not symmetric
+
+
+def test_no_plots_leaves_alone_a_folder_where_a_plot_would_go(tmp_path):
+    out = tmp_path / "t"
+    (out / "score.png").mkdir(parents=True)
+    assert cli_main(["tournament", "--bots", "greedy", "random", "--deals", "1", "--jobs", "1",
+                     "--out", str(out), "--no-plots"]) == 0
+    assert (out / "score.png").is_dir() and (out / "results.json").is_file()
+
+
 def test_bad_arguments_fail_before_any_game(tmp_path):
     calls = []
 
