@@ -189,6 +189,28 @@ def test_a_play_of_the_tables_rank_is_told_that_equal_is_never_enough():
     pytest.fail("no position with the table's rank in the hand")
 
 
+def test_the_list_shows_the_card_where_a_bare_rank_would_be_a_move_number():
+    """With 8 moves listed, '7' and '8' are move numbers too: a single of them is shown as
+    the card to type; a 10 is no move number here and is shown bare."""
+    _, view = _lead_view()
+    assert len(view["legal"]) == 8
+    shown = HumanAgent().describe(view)
+    for line in ("1) single 7       type: 7c", "2) single 8       type: 8h",
+                 "4) single 10      type: 10"):
+        assert line in shown, shown
+
+
+def test_a_number_that_is_a_rank_the_player_lacks_is_the_move_of_that_number():
+    """In a 52-card deck 2..10 are ranks too: a bare number names a card only where the
+    player holds that rank, else it is the move listed under it."""
+    from arschloch_env.rules import make_rules
+    g = Game(make_rules("tavern", 4), seed=0, auto_pass=True)
+    view = public_view(g, g.current)
+    held = {c[0] for c in view["hand"]}
+    k = next(k for k in range(2, 10) if str(k) not in held and k <= len(view["legal"]))
+    assert parse_move(str(k), view) == (view["legal"][k - 1]["id"], None)
+
+
 @pytest.mark.parametrize("seat", ["4", "-1"])
 def test_play_refuses_a_seat_the_table_does_not_have(seat, capsys):
     from arschloch_env.cli import main
