@@ -581,6 +581,7 @@ def test_replay_bad_deal_and_early_end(tmp_path):
     (dict(cards="7C"), "its 'cards' must be a list of 1 to 4 cards, got '7C'"),
     (dict(cards=None), "its 'cards' must be a list of 1 to 4 cards, got nothing"),
     (dict(cards=[]), "a play needs 1 to 4 cards"),
+    (dict(cards=["7C", "7S", "7H", "7D", "8C"]), "a play needs 1 to 4 cards"),
 ])
 def test_replay_play_with_cards_that_are_not_text(tmp_path, change, words):
     g = random_match("culo", 4, 7)
