@@ -95,17 +95,17 @@ def paired_lines(res: TournamentResult) -> list[str]:
     for p in res.paired:
         e = p["metrics"]["score"]
         rp = p["metrics"]["rank_points"]
+        star = ""
         if e.half_width is None:
             ci = f"(one {block_unit(res)}: no interval)"
         elif e.sd == 0.0:  # its t-interval has width 0, which no few deals make certain
             ci = f"(the same in all {e.n} {block_unit(res)}s: no interval)"
         else:
             ci = f"[{e.low:+.3f}, {e.high:+.3f}]"
+            # rank points are the score times n - 1: both intervals exclude 0 or neither does
+            star = " *" if e.low > 0 or e.high < 0 else ""
         rp_ci = ("" if rp.half_width is None or rp.sd == 0.0
                  else f" [{rp.low:+.3f}, {rp.high:+.3f}]")
-        # rank points are the score times n - 1: both intervals exclude 0 or neither does
-        star = " *" if e.half_width is not None and e.sd != 0.0 and (e.low > 0 or e.high < 0) \
-            else ""
         out.append(f"{p['a']} - {p['b']}: score {e.mean:+.3f} {ci}, rank pts/round "
                    f"{rp.mean:+.3f}{rp_ci}{star}")
     return out

@@ -320,7 +320,7 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
     """The config of the run in ``run_dir`` with resumable ``--set`` overrides applied."""
     path = run_dir / "config.yaml"
     if not path.is_file():
-        data = recorded_config(run_dir)
+        data = recorded(run_dir, "config")
         if data is None:
             raise ConfigError(f"{run_dir} is not a run directory (no config.yaml); start a "
                               f"run there with arschloch train --config FILE --run-dir "
@@ -341,13 +341,14 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
     return cfg
 
 
-def recorded_config(run_dir: Path) -> dict[str, Any] | None:
-    """The config mapping the run's last checkpoint recorded, or None without a readable one."""
+def recorded(run_dir: Path, key: str) -> dict[str, Any] | None:
+    """The mapping ``key`` (``config``, ``rules``) that the run's last checkpoint recorded, or
+    None without a readable checkpoint or such a mapping (the trainer names what is wrong)."""
     try:
-        config = read_run_json(run_dir / read_latest(run_dir)["meta"]).get("config")
+        value = read_run_json(run_dir / read_latest(run_dir)["meta"]).get(key)
     except ConfigError:
         return None
-    return config if isinstance(config, dict) else None
+    return value if isinstance(value, dict) else None
 
 
 def check_input_paths(data: dict[str, Any], path: Path, overrides: list[str] = ()) -> None:
@@ -413,22 +414,16 @@ def check_rules_file_fits_checkpoint(saved: dict[str, Any], saved_path: Path,
                                      run_dir: Path) -> None:
     """Refuses a ``rules.json`` that differs from the rules the run's last checkpoint records
     it trained with: an edit by hand, which would change the rules of the resumed run. A run
-    without a readable checkpoint has nothing to compare (the trainer names what is wrong)."""
-    try:
-        latest = read_latest(run_dir)
-        recorded = read_run_json(run_dir / latest["meta"]).get("rules")
-    except ConfigError:
-        return
-    if not isinstance(recorded, dict):
-        return
-    edited = [k for k in recorded if saved.get(k) != recorded[k]]
+    without a readable checkpoint has nothing to compare."""
+    trained = recorded(run_dir, "rules") or {}
+    edited = [k for k in trained if saved.get(k) != trained[k]]
     if edited:
         says = ", ".join(f"{k}={saved.get(k)!r}" for k in edited)
-        was = ", ".join(f"{k}={recorded[k]!r}" for k in edited)
+        was = ", ".join(f"{k}={trained[k]!r}" for k in edited)
         raise ConfigError(f"--resume: {saved_path} says {says}, but the run's checkpoint "
-                          f"{latest['checkpoint']} was trained with {was}; the file was "
-                          f"changed since, and the rules cannot change in a resumed run: put "
-                          f"it back as it was, or start a new run")
+                          f"{read_latest(run_dir)['checkpoint']} was trained with {was}; the "
+                          f"file was changed since, and the rules cannot change in a resumed "
+                          f"run: put it back as it was, or start a new run")
 
 
 WORKER_GONE = (EOFError, BrokenPipeError, ConnectionResetError)
