@@ -384,6 +384,43 @@ def test_update_entropy_is_over_legal_actions_and_a_single_legal_action_or_row_i
     assert all(torch.equal(a, b) for a, b in zip(before, nets.actor.parameters()))
 
 
+@pytest.mark.parametrize("bfloat16", [False, True])
+def test_each_epoch_trains_on_every_valid_row_once(bfloat16):
+    """The update's epochs: each passes every valid row (carried rows included) once, in
+    ``vec.minibatches`` slices of one shuffle, and never an invalid one; the critic reads the
+    same rows' states as the actor their observations."""
+    import torch
+
+    from train import ppo_vec
+
+    cfg = load_config(CONFIGS[0], ["ppo.net_arch=[8]", "vec.critic_state=true",
+                                   "ppo.n_epochs=3", "vec.minibatches=4",
+                                   f"vec.bfloat16={str(bfloat16).lower()}"])
+    O, S, A, T, B = 3, 4, 4, 6, 5
+    nets = ppo_vec.Nets(ppo_vec.mlp([O, 8, A], "relu", 1.0), ppo_vec.mlp([S, 8, 1], "relu", 1.0),
+                        True, "relu", bfloat16)
+    buf = ppo_vec.Rollout(T, B, O, S, A)
+    rows = np.arange(buf.obs.shape[0] * B, dtype=np.float32).reshape(-1, B)
+    buf.obs[..., 0], buf.state[..., 1] = rows, rows  # exact in bfloat16 too (below 256)
+    buf.mask[..., [0, 2]] = 1
+    rng = np.random.default_rng(3)
+    valid = rng.random(rows.shape) < 0.6
+    valid[:ppo_vec.CARRIED, 0] = True
+    seen: dict[str, list] = {"actor": [], "critic": []}
+    for name, net, col in [("actor", nets.actor, 0), ("critic", nets.critic, 1)]:
+        net.register_forward_pre_hook(
+            lambda _, args, name=name, col=col: seen[name].append(args[0][:, col].tolist()))
+    adv = rng.normal(size=valid.shape).astype(np.float32)
+    ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf, adv, valid, cfg,
+                       torch.Generator().manual_seed(0), "cpu")
+    assert seen["actor"] == seen["critic"]
+    N, size = int(valid.sum()), -(-int(valid.sum()) // 4)
+    assert [len(mb) for mb in seen["actor"]] == [size, size, size, N - 3 * size] * 3
+    epochs = [sum(seen["actor"][k:k + 4], []) for k in range(0, 12, 4)]
+    assert all(sorted(e) == sorted(rows[valid].tolist()) for e in epochs)
+    assert epochs[0] != epochs[1]  # reshuffled
+
+
 def test_update_losses_by_hand_at_the_collecting_policy():
     """One minibatch whose log-probabilities and values are the networks' own (every ratio
     1), with advantages far from mean 0: the policy loss is that of the minibatch's normalised
@@ -460,6 +497,34 @@ def check_the_update_starts_at_ratio_1(tmp_path, bfloat16: bool, device: str,
         assert abs(losses["approx_kl"]) < max_kl, losses
     for table in tables:
         table.vg.close()
+
+
+def test_freed_memory_is_kept_only_where_glibc_mallopt_is(monkeypatch):
+    """keep_freed_memory sets glibc's mmap and trim thresholds through ``mallopt``; on another
+    system, or a C library without ``mallopt``, it changes nothing and does not fail."""
+    import ctypes
+
+    from train import ppo_vec
+
+    calls = []
+
+    class Libc:
+        def mallopt(self, param, value):
+            calls.append((param, value))
+            return 1
+
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: Libc())
+    monkeypatch.setattr(sys, "platform", "linux")
+    ppo_vec.keep_freed_memory()
+    assert sorted(calls) == [(ppo_vec.M_MMAP_THRESHOLD, 1 << 30),
+                             (ppo_vec.M_TRIM_THRESHOLD, 1 << 30)]
+    calls.clear()
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: object())
+    ppo_vec.keep_freed_memory()  # a C library without mallopt
+    monkeypatch.setattr(sys, "platform", "darwin")
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: pytest.fail("loaded a C library"))
+    ppo_vec.keep_freed_memory()
+    assert calls == []
 
 
 @pytest.mark.parametrize("flags, slow", [
