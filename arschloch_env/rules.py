@@ -394,6 +394,10 @@ def load_rules_file(path: str | Path) -> dict[str, Any]:
         raise RulesError(f"rules file {str(p)!r} is a directory; give a .yaml or .json file")
     if not p.is_file():
         raise RulesError(f"rules file {str(p)!r} does not exist")
+    if p.suffix == ".jsonl":
+        raise RulesError(f"rules file {str(p)!r} is JSON Lines, as a game record is; a rules "
+                         f"file is one mapping of field names to values, in YAML or JSON "
+                         f"(.json)")
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -402,7 +406,8 @@ def load_rules_file(path: str | Path) -> dict[str, Any]:
         from arschloch_env.unique_keys import load_json, load_yaml, yaml_error_line
         data = load_json(text) if p.suffix == ".json" else load_yaml(text)
     except Exception as exc:  # noqa: BLE001 - any parse error becomes one clear message
-        raise RulesError(f"rules file {str(p)!r} cannot be parsed: "
+        raise RulesError(f"rules file {str(p)!r} cannot be parsed as "
+                         f"{'JSON' if p.suffix == '.json' else 'YAML'}: "
                          f"{yaml_error_line(exc)}") from None
     if not isinstance(data, dict):
         raise RulesError(f"rules file {str(p)!r} must hold a mapping of field names to values")

@@ -707,7 +707,8 @@ def test_text_nested_too_deeply_is_a_clean_error_in_records_configs_and_bundles(
         load_yaml(deep)
     for name in ("deep.json", "deep.yaml"):
         (tmp_path / name).write_text(deep)
-        with pytest.raises(RulesError, match="cannot be parsed: nested too deeply"):
+        with pytest.raises(RulesError, match="cannot be parsed as (JSON|YAML): nested too "
+                                             "deeply"):
             make_rules(str(tmp_path / name))
     (tmp_path / "bot").mkdir()
     (tmp_path / "bot" / "manifest.json").write_text(deep)

@@ -162,6 +162,17 @@ def test_a_rules_file_that_cannot_be_read_is_a_clean_error(tmp_path):
     (tmp_path / "dir.json").mkdir()
     with pytest.raises(RulesError, match="is a directory"):
         make_rules(str(tmp_path / "dir.json"))
+    # a game record given for rules: named as such, not as bad YAML
+    (tmp_path / "games.jsonl").write_text('{"event": "match"}\n{"event": "round"}\n')
+    with pytest.raises(RulesError, match="games.jsonl' is JSON Lines, as a game record is; a "
+                                         "rules file is one mapping"):
+        make_rules(str(tmp_path / "games.jsonl"))
+    (tmp_path / "broken.json").write_text('{"preset": ')
+    with pytest.raises(RulesError, match="broken.json' cannot be parsed as JSON: "):
+        make_rules(str(tmp_path / "broken.json"))
+    (tmp_path / "broken.yaml").write_text("preset: [culo\n")
+    with pytest.raises(RulesError, match="broken.yaml' cannot be parsed as YAML: "):
+        make_rules(str(tmp_path / "broken.yaml"))
     (tmp_path / "int_key.yaml").write_text("preset: culo\n1: 2\n")
     with pytest.raises(RulesError, match="unknown rules field.s. 1; allowed: preset"):
         make_rules(str(tmp_path / "int_key.yaml"))

@@ -1186,6 +1186,8 @@ MULTI = ROOT / "configs" / "ppo_culo_multi.yaml"
     (SMOKE, "vec.engine_threads=0", "vec.engine_threads: 0 is not allowed"),
     # 2 envs of 255 steps: 510 samples, minibatches of 509 and a NaN one of 1
     (SMOKE, "ppo.n_steps=255 ppo.batch_size=509", "leaves a last minibatch of 1 sample"),
+    (SMOKE, "ppo.batch_size=1025", "ppo.batch_size: 1025 is larger than a rollout of "
+                                   "ppo.n_steps * n_envs = 1024 samples; choose at most 1024"),
     (MULTI, "n_envs=2", "n_envs: 2 envs cannot play all 4 table sizes of players [3, 4, 5, 6]"),
 ])
 def test_numeric_fields_out_of_range_name_the_field_and_range(config, override, message):

@@ -587,6 +587,11 @@ def check_sb3_rollout(cfg: TrainConfig) -> None:
                           f"{len(cfg.players)}]); give n_envs at least {len(cfg.players)} (a "
                           f"multiple of it trains them evenly) or fewer players")
     samples = cfg.ppo.n_steps * cfg.n_envs
+    if cfg.ppo.batch_size > samples:
+        # SB3 would take the whole rollout as one minibatch: not the batch the config names
+        raise ConfigError(f"ppo.batch_size: {cfg.ppo.batch_size} is larger than a rollout of "
+                          f"ppo.n_steps * n_envs = {samples} samples; choose at most "
+                          f"{samples}, or a longer ppo.n_steps or more n_envs")
     if samples % cfg.ppo.batch_size == 1:
         # SB3 normalises the advantages per minibatch: one of a single sample is NaN, and
         # so would every weight be after its update.
