@@ -324,8 +324,8 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
 
     idx = torch.from_numpy(np.flatnonzero(valid.reshape(-1))).to(device)
     inputs = {"obs": buf.obs, "state": buf.state if nets.critic_state else None}
-    # autocast rounds the first layers' inputs to bfloat16 anyway: rounding the rollout's
-    # once halves the bytes gathered below and spares a cast per minibatch
+    # autocast rounds the first layers' inputs to bfloat16 anyway: rounding them once per
+    # rollout halves the bytes gathered below and spares a cast per minibatch
     columns = {name: every_row(a).to(torch.bfloat16 if nets.bfloat16 else torch.float32)
                for name, a in inputs.items() if a is not None}
     columns.update(legal=every_row(buf.mask.view(np.bool_)), action=every_row(buf.action),
