@@ -59,7 +59,6 @@ def bench_sb3(cfg, args) -> None:
 def bench_vec(cfg, args) -> None:
     from train import ppo_vec
     ppo_vec.passive_openmp(cfg)  # before torch loads
-    ppo_vec.keep_freed_memory()
 
     import numpy as np
     import torch

@@ -323,14 +323,16 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
         return torch.from_numpy(a.reshape(T * B, *a.shape[2:])).to(device)
 
     idx = torch.from_numpy(np.flatnonzero(valid.reshape(-1))).to(device)
-    inputs = {"obs": buf.obs, "state": buf.state if nets.critic_state else None}
     # autocast rounds the first layers' inputs to bfloat16 anyway: rounding them once per
     # rollout halves the bytes gathered below and spares a cast per minibatch
-    columns = {name: every_row(a).to(torch.bfloat16 if nets.bfloat16 else torch.float32)
-               for name, a in inputs.items() if a is not None}
+    dtype = torch.bfloat16 if nets.bfloat16 else torch.float32
+    columns = {"obs": every_row(buf.obs).to(dtype)}
+    if nets.critic_state:
+        columns["state"] = every_row(buf.state).to(dtype)
+    value_target = adv + buf.value
     columns.update(legal=every_row(buf.mask.view(np.bool_)), action=every_row(buf.action),
                    old_logp=every_row(buf.logp), advantage=every_row(adv),
-                   value_target=every_row(adv + buf.value))
+                   value_target=every_row(value_target))
     params = [*nets.actor.parameters(), *nets.critic.parameters()]
     N = len(idx)
     size = max(1, math.ceil(N / cfg.vec.minibatches))
@@ -372,7 +374,7 @@ def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.n
     if not stats:  # no sample to train on: no losses to log (zeros would read as figures)
         return {}
     out = dict(zip(names, torch.stack(stats).double().mean(0).tolist()))
-    y, v = (adv + buf.value)[valid], buf.value[valid]
+    y, v = value_target[valid], buf.value[valid]
     var = float(np.var(y))
     out["explained_variance"] = float("nan") if var == 0 else 1.0 - float(np.var(y - v)) / var
     return out
@@ -468,6 +470,7 @@ def setup(cfg: TrainConfig, league: League, steps: int):
     import torch
     from stable_baselines3.common.utils import get_device  # the SB3 trainer's "auto"
 
+    keep_freed_memory()
     device = get_device(cfg.device)
     torch.set_num_threads(cfg.torch_threads)
     torch.manual_seed(cfg.seed)
@@ -573,7 +576,6 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
     """Trains per ``cfg`` into ``run_dir`` and returns the final checkpoint's path (called by
     :func:`train.sb3_trainer.train`, which has settled whether the run is new or resumed)."""
     passive_openmp(cfg)
-    keep_freed_memory()
     from agents.bundle import file_sha256
     from train.ppo_vec_run import Bookkeeper
     from train.sb3_trainer import RunDir
