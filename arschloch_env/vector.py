@@ -373,12 +373,19 @@ class VectorGame(RefusesCopyWhileRecording):
         vk.observe_seats(self._st, self._config, np.ascontiguousarray(s, np.int64), out)
         return out
 
-    def state(self) -> np.ndarray:
+    def state(self, out: np.ndarray | None = None) -> np.ndarray:
         """The full-information vectors (float32 [B, state_size]) of :meth:`Encoder.state`
-        for the seat to act in each game."""
+        for the seat to act in each game, written into ``out`` if given (a C-contiguous
+        float32 array of that shape, e.g. a trainer's buffer row: no copy) and returned."""
         if not self._started:
             raise RuntimeError("call reset() before state()")
-        out = np.empty((self.num_games, self.state_size), np.float32)
+        shape = (self.num_games, self.state_size)
+        if out is None:
+            out = np.empty(shape, np.float32)
+        elif (out.shape != shape or out.dtype != np.float32
+              or not out.flags.c_contiguous or not out.flags.writeable):
+            raise ValueError(f"out: expected a writeable C-contiguous float32 array of shape "
+                             f"{shape}, got {out.dtype} {out.shape}")
         vk.states(self._st, self._config, out)
         return out
 

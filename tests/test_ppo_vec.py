@@ -325,6 +325,7 @@ def test_gae_matches_the_reference_on_real_rollouts_and_loses_no_reward(tmp_path
     rollouts = []
     for _ in range(40):
         ppo_vec.collect_rollout(tables, nets, buf, gen, device)
+        ppo_vec.critic_values(nets, buf, ppo_vec.update_inputs(nets, buf, device), device)
         rollouts.append(tuple(a[steps].copy() for a in (buf.seat, buf.trained, buf.rewards,
                                                         buf.done, buf.value)))
     for table in tables:
@@ -367,19 +368,22 @@ def test_update_entropy_is_over_legal_actions_and_a_single_legal_action_or_row_i
     expected = np.mean([float(torch.distributions.Categorical(logits=row[ok]).entropy())
                         for row, ok in zip(logits, legal)])
     gen = torch.Generator().manual_seed(0)
-    out = ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf, adv, valid, cfg, gen,
+    out = ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf,
+                             ppo_vec.update_inputs(nets, buf, "cpu"), adv, valid, cfg, gen,
                              "cpu")
     assert -out["entropy_loss"] == pytest.approx(expected, rel=1e-5)
     cfg = load_config(CONFIGS[0], ["ppo.net_arch=[8]", "vec.critic_state=false",
                                    "ppo.n_epochs=2", "vec.minibatches=4"])
-    out = ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf, adv, valid, cfg, gen,
+    out = ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf,
+                             ppo_vec.update_inputs(nets, buf, "cpu"), adv, valid, cfg, gen,
                              "cpu")
     assert all(np.isfinite(v) for k, v in out.items() if k != "explained_variance")
     for p in [*nets.actor.parameters(), *nets.critic.parameters()]:
         assert torch.isfinite(p).all() and torch.isfinite(p.grad).all()
     # a rollout without a sample to train on has no losses to log (not zeros) and moves nothing
     before = [p.detach().clone() for p in nets.actor.parameters()]
-    assert ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf, adv,
+    assert ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf,
+                              ppo_vec.update_inputs(nets, buf, "cpu"), adv,
                               np.zeros_like(valid), cfg, gen, "cpu") == {}
     assert all(torch.equal(a, b) for a, b in zip(before, nets.actor.parameters()))
 
@@ -411,7 +415,8 @@ def test_each_epoch_trains_on_every_valid_row_once(bfloat16):
         net.register_forward_pre_hook(
             lambda _, args, name=name, col=col: seen[name].append(args[0][:, col].tolist()))
     adv = rng.normal(size=valid.shape).astype(np.float32)
-    ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf, adv, valid, cfg,
+    ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf,
+                       ppo_vec.update_inputs(nets, buf, "cpu"), adv, valid, cfg,
                        torch.Generator().manual_seed(0), "cpu")
     assert seen["actor"] == seen["critic"]
     N, size = int(valid.sum()), -(-int(valid.sum()) // 4)
@@ -453,7 +458,8 @@ def test_update_losses_by_hand_at_the_collecting_policy():
     valid = np.zeros(buf.action.shape, bool)
     valid[ppo_vec.CARRIED:] = True
     adv = (3 + 5 * rng.normal(size=valid.shape)).astype(np.float32)
-    out = ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf, adv, valid, cfg,
+    out = ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf,
+                             ppo_vec.update_inputs(nets, buf, "cpu"), adv, valid, cfg,
                              torch.Generator().manual_seed(0), "cpu")
     assert out["policy_gradient_loss"] == pytest.approx(0.0, abs=1e-5)
     assert out["value_loss"] == pytest.approx(float(np.mean(adv[valid] ** 2)), rel=1e-5)
@@ -656,6 +662,8 @@ def test_rollouts_over_tables_of_every_size_drop_no_transition(tmp_path):
         assert np.take_along_axis(buf.mask[steps, c], buf.action[steps, c, None], axis=2).all()
     trained = buf.trained
     assert trained.any() and (~trained[steps]).any() and not buf.logp[~trained].any()
+    ppo_vec.critic_values(nets, buf, ppo_vec.update_inputs(nets, buf, device), device)
+    assert not buf.value[~trained].any()
     with torch.no_grad():
         legal = torch.from_numpy(buf.mask[trained].astype(bool))
         logp = torch.log_softmax(torch.where(legal, nets.actor(torch.from_numpy(

@@ -445,6 +445,23 @@ def test_a_closed_game_refuses_to_go_on(tmp_path):
     assert np.array_equal(vg.state(), before)
 
 
+
+def test_state_into_a_given_array():
+    """state(out=...) writes into the caller's array (a trainer's buffer row) what state()
+    returns; an array of another shape, type or layout is refused, and left as it was."""
+    vg = VectorGame("tavern", 5, num_games=3, seed=4)
+    vg.reset()
+    vg.step(vg.sample_actions())
+    buf = np.zeros((2, 3, vg.state_size), np.float32)
+    written = vg.state(out=buf[1])
+    assert np.shares_memory(written, buf[1])
+    assert np.array_equal(buf[1], vg.state()) and not buf[0].any()
+    for bad in (np.zeros((3, vg.state_size), np.float64), np.zeros((2, vg.state_size), np.float32),
+                np.zeros((vg.state_size, 3), np.float32).T):
+        with pytest.raises(ValueError, match=rf"float32 array of shape \(3, {vg.state_size}\)"):
+            vg.state(out=bad)
+        assert not bad.any()
+
 # -- the SB3 vector env -----------------------------------------------------------------------
 
 def _random_masked(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -15,8 +15,9 @@ The loop, per iteration:
 
 1. :func:`collect_rollout`: ``vec.rollout_steps`` vector steps; per step the buffer keeps
    observation (and full state for ``vec.critic_state``), mask, action, log-probability,
-   value, the acting seat, whether that seat is trained, the rewards of every seat [B, 6]
-   after the step and ``done`` [B] (the match ended; the game already started the next).
+   the acting seat, whether that seat is trained, the rewards of every seat [B, 6] after the
+   step and ``done`` [B] (the match ended; the game already started the next); then
+   :func:`critic_values` adds the critic's values of the trained rows in one forward.
 2. :func:`compute_advantages`: GAE backwards over the steps with carries per (game, seat).
    Episodes are matches: rewards arrive at round ends on whichever seat's move ended the
    round, ``gamma`` discounts per decision of a seat across rounds, a match end is terminal.
@@ -38,10 +39,12 @@ end, and it is trained on in that update (its stored log-probability is its beha
 policy's, so the PPO ratio stays right). Nothing is carried across a resume: the games
 restart there.
 
-**Speed** (``bench/train_throughput.py``): every step is one batched forward of the learner
-over its rows and one of all snapshots together (:class:`~train.ppo_vec_seats.SnapshotPool`),
-in ``torch.inference_mode`` on ``vec.collect_threads`` threads; the buffers are preallocated
-numpy arrays; the per-step Python is a few array operations per table. On the CPU the update
+**Speed** (``bench/train_throughput.py``): every step is one batched forward of the learner's
+actor over its rows and one of all snapshots together
+(:class:`~train.ppo_vec_seats.SnapshotPool`), in ``torch.inference_mode`` on
+``vec.collect_threads`` threads; the critic runs once per rollout, on all its rows; the
+buffers are preallocated numpy arrays, which the engine writes the full states into; the
+per-step Python is a few array operations per table. On the CPU the update
 dominates, so the shipped network is small (see the configs). With ``device: cuda`` both
 forwards and the update run on the GPU, the games and the random numbers of sampling stay
 on the CPU; the rollout goes to the GPU once per update.
@@ -176,17 +179,14 @@ class Rollout:
         return self.obs.shape[0] - CARRIED
 
 
-def policy_act(nets: Nets, obs: np.ndarray, mask: np.ndarray, critic_in: np.ndarray | None,
-               generator, device):
-    """Actions, log-probabilities and values of the learner's rows (batched, no autograd)."""
+def policy_act(nets: Nets, obs: np.ndarray, mask: np.ndarray, generator, device):
+    """Actions and log-probabilities of the learner's rows (batched, no autograd)."""
     import torch
     with torch.inference_mode():
-        o = torch.from_numpy(obs).to(device)
-        c = o if critic_in is None else torch.from_numpy(critic_in).to(device)
         with nets.autocast(device):
-            logits, value = nets.actor(o).float(), nets.critic(c)[:, 0].float()
+            logits = nets.actor(torch.from_numpy(obs).to(device)).float()
         actions, logp = sample_masked(logits, bool_tensor(mask).to(device), generator)
-    return actions.cpu().numpy(), logp.cpu().numpy(), value.cpu().numpy()
+    return actions.cpu().numpy(), logp.cpu().numpy()
 
 
 def collect_rollout(tables: list[Table], nets: Nets, buf: Rollout, generator,
@@ -207,16 +207,14 @@ def collect_rollout(tables: list[Table], nets: Nets, buf: Rollout, generator,
             obs[c], mask[c], seat[c] = table.obs, table.mask, table.seat
             kind[c], which[c] = table.acting_kind(seat[c]), table.snapshot_which(seat[c])
             if nets.critic_state:
-                buf.state[t, c] = table.vg.state()
+                table.vg.state(out=buf.state[t, c])
         trained = kind <= CURRENT
         actions = np.zeros(len(seat), np.int64)
-        value = np.zeros(len(seat), np.float32)
         logp = np.zeros(len(seat), np.float32)
         rows = np.flatnonzero(trained)
         if len(rows):
-            critic_in = buf.state[t, rows] if nets.critic_state else None
-            actions[rows], logp[rows], value[rows] = policy_act(
-                nets, obs[rows], mask[rows], critic_in, generator, device)
+            actions[rows], logp[rows] = policy_act(nets, obs[rows], mask[rows], generator,
+                                                   device)
         snap = np.flatnonzero(kind == SNAPSHOT)
         if len(snap):
             actions[snap] = snapshot_actions(tables[0].pool, which[snap], obs[snap], mask[snap],
@@ -225,7 +223,7 @@ def collect_rollout(tables: list[Table], nets: Nets, buf: Rollout, generator,
         illegal += int((mask[sampled, actions[sampled]] == 0).sum())
         for table, c in zip(tables, cols):
             table.agent_actions(actions[c], seat[c], kind[c])
-        buf.action[t], buf.logp[t], buf.value[t], buf.trained[t] = actions, logp, value, trained
+        buf.action[t], buf.logp[t], buf.trained[t] = actions, logp, trained
         for table, c in zip(tables, cols):
             rewards, done = table.step(actions[c])
             buf.rewards[t, c, :table.n] = rewards
@@ -309,30 +307,58 @@ def carry_open_transitions(buf: Rollout, valid: np.ndarray, open_return: np.ndar
 
 # -- the update -------------------------------------------------------------------------------
 
-def ppo_update(nets: Nets, optimizer, buf: Rollout, adv: np.ndarray, valid: np.ndarray,
-               cfg: TrainConfig, generator, device) -> dict[str, float]:
+def update_inputs(nets: Nets, buf: Rollout, device) -> dict[str, Any]:
+    """The rollout's network inputs as torch tensors of one row per (step, game): ``obs``,
+    and ``state`` for a critic on the full state."""
+    import torch
+
+    # autocast rounds the first layers' inputs to bfloat16 anyway: rounding them once per
+    # rollout halves the bytes gathered in the update and spares a cast per minibatch
+    dtype = torch.bfloat16 if nets.bfloat16 else torch.float32
+    inputs = {"obs": every_row(buf.obs, device).to(dtype)}
+    if nets.critic_state:
+        inputs["state"] = every_row(buf.state, device).to(dtype)
+    return inputs
+
+
+def every_row(a: np.ndarray, device):
+    """``a`` [rows, B, ...] as a torch tensor [rows * B, ...]: a view on the CPU, not a copy
+    of the valid rows (copying them cost a fifth of the update)."""
+    import torch
+    return torch.from_numpy(a.reshape(-1, *a.shape[2:])).to(device)
+
+
+def critic_values(nets: Nets, buf: Rollout, inputs: dict[str, Any], device) -> None:
+    """Writes the critic's value of every trained row of the rollout's steps into
+    ``buf.value``; the carried rows keep the values they were collected with.
+
+    One forward after collecting, not one per step while collecting: the weights are the
+    same, and on the CPU one large batch took less than half the time of 64 small ones."""
+    import torch
+
+    B = buf.trained.shape[1]
+    rows = np.flatnonzero(buf.trained[CARRIED:].reshape(-1)) + CARRIED * B
+    x = inputs["state" if nets.critic_state else "obs"]
+    with torch.inference_mode(), nets.autocast(device):
+        value = nets.critic(torch.index_select(x, 0, torch.from_numpy(rows).to(device)))
+    buf.value[CARRIED:] = 0.0
+    buf.value.reshape(-1)[rows] = value[:, 0].float().cpu().numpy()
+
+
+def ppo_update(nets: Nets, optimizer, buf: Rollout, inputs: dict[str, Any], adv: np.ndarray,
+               valid: np.ndarray, cfg: TrainConfig, generator, device) -> dict[str, float]:
     """Clipped PPO on the valid rows, ``ppo.n_epochs`` passes of ``vec.minibatches``; returns
-    the losses and the critic's explained variance, or nothing without a valid row."""
+    the losses and the critic's explained variance, or nothing without a valid row.
+    ``inputs``: :func:`update_inputs` of ``buf``."""
     import torch
 
     p = cfg.ppo
-    T, B = valid.shape
-
-    def every_row(a: np.ndarray):
-        # a view, not a copy of the valid rows: copying them cost a fifth of the update
-        return torch.from_numpy(a.reshape(T * B, *a.shape[2:])).to(device)
-
     idx = torch.from_numpy(np.flatnonzero(valid.reshape(-1))).to(device)
-    # autocast rounds the first layers' inputs to bfloat16 anyway: rounding them once per
-    # rollout halves the bytes gathered below and spares a cast per minibatch
-    dtype = torch.bfloat16 if nets.bfloat16 else torch.float32
-    columns = {"obs": every_row(buf.obs).to(dtype)}
-    if nets.critic_state:
-        columns["state"] = every_row(buf.state).to(dtype)
     value_target = adv + buf.value
-    columns.update(legal=every_row(buf.mask.view(np.bool_)), action=every_row(buf.action),
-                   old_logp=every_row(buf.logp), advantage=every_row(adv),
-                   value_target=every_row(value_target))
+    columns = dict(inputs, legal=every_row(buf.mask.view(np.bool_), device),
+                   action=every_row(buf.action, device), old_logp=every_row(buf.logp, device),
+                   advantage=every_row(adv, device),
+                   value_target=every_row(value_target, device))
     params = [*nets.actor.parameters(), *nets.critic.parameters()]
     N = len(idx)
     size = max(1, math.ceil(N / cfg.vec.minibatches))
@@ -399,11 +425,13 @@ def iteration(tables, nets, optimizer, buf, cfg, generator, device):
 
 
 def learn(nets, optimizer, buf, cfg, generator, device) -> tuple[int, dict[str, float]]:
-    """The update on a collected rollout, then its open transitions carried on:
-    ``(samples trained on, losses)``."""
+    """The critic's values of a collected rollout, its update, then its open transitions
+    carried on: ``(samples trained on, losses)``."""
+    inputs = update_inputs(nets, buf, device)
+    critic_values(nets, buf, inputs, device)
     adv, valid, open_return = compute_advantages(buf.seat, buf.trained, buf.rewards, buf.done,
                                                  buf.value, cfg.ppo.gamma, cfg.ppo.gae_lambda)
-    losses = ppo_update(nets, optimizer, buf, adv, valid, cfg, generator, device)
+    losses = ppo_update(nets, optimizer, buf, inputs, adv, valid, cfg, generator, device)
     carry_open_transitions(buf, valid, open_return)
     return int(valid.sum()), losses
 
