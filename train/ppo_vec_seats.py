@@ -12,9 +12,9 @@ controller for every seat of every game, drawn again whenever a game starts a ne
 | ``SNAPSHOT`` | also a policy file (``.npz`` in the mix, e.g. from ``arschloch clone``): a member of the pool that never leaves it | no |
 | ``AGENT`` | any other agent spec (``greedy``, ``expert``, a bundle ...) at Python speed | no |
 
-The trainer asks the learner's actor for the ``LEARNER``/``CURRENT`` rows and the pool for the
-``SNAPSHOT`` rows (:func:`snapshot_actions`), each in one batch over every table; then
-:meth:`Table.agent_actions` fills in the rest.
+The trainer asks the learner's actor for the ``LEARNER``/``CURRENT`` rows and the pool
+(:meth:`SnapshotPool.logits`) for the ``SNAPSHOT`` rows, each in one batch over every table,
+and samples both together; then :meth:`Table.agent_actions` fills in the rest.
 
 **Agent seats.** Agent seats are grouped into whole games: a share ``a`` of the games (``a``
 = the summed share of the agent specs in the mix) seat agents in every opponent seat, the
@@ -159,18 +159,6 @@ class SnapshotPool:
             if i < len(self.stack) - 1:
                 x = act(x)
         return x.reshape(G * M, -1).index_select(0, flat)
-
-
-def snapshot_actions(pool: SnapshotPool, which: np.ndarray, obs: np.ndarray, mask: np.ndarray,
-                     generator) -> np.ndarray:
-    """Samples the action of snapshot ``which[i]`` for observation ``obs[i]``, legal under
-    ``mask[i]``, in one batched forward."""
-    import torch
-
-    with torch.inference_mode():
-        logits = pool.logits(which, obs)
-        actions, _ = sample_masked(logits, bool_tensor(mask).to(logits.device), generator)
-    return actions.cpu().numpy()
 
 
 class Table:
@@ -374,5 +362,4 @@ class Table:
 
 __all__ = ["AGENT", "CURRENT", "LEARNER", "RANDOM", "SNAPSHOT", "SnapshotPool",
            "LOGP_FLOOR", "NEG", "Table", "bool_tensor", "is_policy_file", "masked_log_softmax",
-           "sample_masked",
-           "snapshot_actions"]
+           "sample_masked"]
