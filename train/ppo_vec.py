@@ -42,10 +42,10 @@ restart there.
 **Speed** (``bench/train_throughput.py``): every step is one batched forward of the learner's
 actor over its rows and one of all snapshots together
 (:class:`~train.ppo_vec_seats.SnapshotPool`), in ``torch.inference_mode`` on
-``vec.collect_threads`` threads; the critic runs once per rollout, on all its rows; the
+``vec.collect_threads`` threads; the critic runs once per rollout, on its trained rows; the
 buffers are preallocated numpy arrays, which the engine writes the full states into; the
-per-step Python is a few array operations per table. On the CPU the update
-dominates, so the shipped network is small (see the configs). With ``device: cuda`` both
+per-step Python is a few array operations per table. On the CPU the update dominates, so
+the shipped network is small (see the configs). With ``device: cuda`` both
 forwards and the update run on the GPU, the games and the random numbers of sampling stay
 on the CPU; the rollout goes to the GPU once per update.
 
@@ -672,6 +672,6 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
 
 
 __all__ = ["Nets", "Rollout", "carry_open_transitions", "collect_rollout",
-           "compute_advantages", "iteration", "keep_freed_memory", "learn", "make_nets",
-           "make_optimizer", "make_tables", "passive_openmp", "policy_actions", "ppo_update",
-           "setup", "train"]
+           "compute_advantages", "critic_values", "iteration", "keep_freed_memory", "learn",
+           "make_nets", "make_optimizer", "make_tables", "passive_openmp", "policy_actions",
+           "ppo_update", "setup", "train", "update_inputs"]
