@@ -388,6 +388,37 @@ def test_update_entropy_is_over_legal_actions_and_a_single_legal_action_or_row_i
     assert all(torch.equal(a, b) for a, b in zip(before, nets.actor.parameters()))
 
 
+@pytest.mark.parametrize("critic_state", [False, True])
+def test_critic_values_fill_the_trained_rows_of_the_steps_only(critic_state):
+    """critic_values: the critic's value of every trained row of the rollout's steps, on its
+    input (the state or the observation); 0 in the untrained rows; the carried rows keep the
+    values they were collected with."""
+    import torch
+
+    from train import ppo_vec
+
+    O, S, A, T, B = 3, 4, 2, 5, 4
+    critic_in = S if critic_state else O
+    nets = ppo_vec.Nets(ppo_vec.mlp([O, 8, A], "relu", 1.0),
+                        ppo_vec.mlp([critic_in, 8, 1], "relu", 1.0), critic_state, "relu")
+    buf = ppo_vec.Rollout(T, B, O, S if critic_state else None, A)
+    rng = np.random.default_rng(5)
+    buf.obs[:] = rng.normal(size=buf.obs.shape)
+    if critic_state:
+        buf.state[:] = rng.normal(size=buf.state.shape)
+    buf.trained[:] = rng.random(buf.trained.shape) < 0.5
+    buf.value[:] = 9.0  # carried values, and leftovers of an earlier rollout in the steps
+    ppo_vec.critic_values(nets, buf, ppo_vec.update_inputs(nets, buf, "cpu"), "cpu")
+    steps = slice(ppo_vec.CARRIED, None)
+    with torch.no_grad():
+        x = torch.from_numpy((buf.state if critic_state else buf.obs)[steps])
+        expected = nets.critic(x)[..., 0].numpy()
+    trained = buf.trained[steps]
+    np.testing.assert_allclose(buf.value[steps][trained], expected[trained], rtol=1e-5)
+    assert not buf.value[steps][~trained].any()
+    assert (buf.value[:ppo_vec.CARRIED] == 9.0).all()
+
+
 @pytest.mark.parametrize("bfloat16", [False, True])
 def test_each_epoch_trains_on_every_valid_row_once(bfloat16):
     """The update's epochs: each passes every valid row (carried rows included) once, in

@@ -445,7 +445,6 @@ def test_a_closed_game_refuses_to_go_on(tmp_path):
     assert np.array_equal(vg.state(), before)
 
 
-
 def test_state_into_a_given_array():
     """state(out=...) writes into the caller's array (a trainer's buffer row) what state()
     returns; an array of another shape, type or layout is refused, and left as it was."""
@@ -461,6 +460,7 @@ def test_state_into_a_given_array():
         with pytest.raises(ValueError, match=rf"float32 array of shape \(3, {vg.state_size}\)"):
             vg.state(out=bad)
         assert not bad.any()
+
 
 # -- the SB3 vector env -----------------------------------------------------------------------
 
