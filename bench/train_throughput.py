@@ -6,7 +6,8 @@ number of learner steps (no evaluation, no checkpoints):
 * ``algo: ppo``: the envs and MaskablePPO model, timing ``model.learn``;
 * ``algo: ppo-vec``: the batched tables and networks of :mod:`train.ppo_vec`, timing whole
   iterations (rollout + GAE + update), with the split between collecting and updating;
-  ``--profile`` prints the top of a cProfile of the timed iterations.
+  ``--profile`` prints the top of a cProfile of the timed iterations, ``--repeat N`` times
+  them N times in a row and prints the median.
 
     python bench/train_throughput.py [--config configs/ppo_culo_4p.yaml] [--steps 20000]
     taskset -c 0,1 python bench/train_throughput.py --config configs/ppo_vec_culo.yaml \\
@@ -16,6 +17,7 @@ number of learner steps (no evaluation, no checkpoints):
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -56,6 +58,29 @@ def bench_sb3(cfg, args) -> None:
           f"samples/s (collect + update)")
 
 
+def time_iterations(ppo_vec, tables, nets, opt, buf, cfg, gen, device,
+                    at_least: int) -> tuple[int, int, float, float]:
+    """Whole iterations until ``at_least`` learner samples: ``(samples, decisions, seconds
+    collecting, seconds updating)``."""
+    import torch
+
+    collect = update = 0.0
+    steps = rows = 0
+    while steps < at_least:
+        t0 = time.perf_counter()
+        torch.set_num_threads(cfg.vec.collect_threads)
+        stats = ppo_vec.collect_rollout(tables, nets, buf, gen, device)
+        torch.set_num_threads(cfg.torch_threads)
+        t1 = time.perf_counter()
+        samples, _ = ppo_vec.learn(nets, opt, buf, cfg, gen, device)
+        t2 = time.perf_counter()
+        collect, update = collect + t1 - t0, update + t2 - t1
+        steps += samples
+        rows += buf.steps * buf.seat.shape[1]
+        assert stats["illegal"] == 0
+    return steps, rows, collect, update
+
+
 def bench_vec(cfg, args) -> None:
     from train import ppo_vec
     ppo_vec.passive_openmp(cfg)  # before torch loads
@@ -76,26 +101,13 @@ def bench_vec(cfg, args) -> None:
         for table in tables:  # seat the league's snapshot from the start
             table.seat_games(np.arange(table.B))
         ppo_vec.iteration(tables, nets, opt, buf, cfg, gen, device)  # warm-up
-        collect = update = 0.0
-        steps, rows, start = 0, 0, time.perf_counter()
         profiler = None
         if args.profile:
             import cProfile
             profiler = cProfile.Profile()
             profiler.enable()
-        while steps < args.steps:
-            t0 = time.perf_counter()
-            torch.set_num_threads(cfg.vec.collect_threads)
-            stats = ppo_vec.collect_rollout(tables, nets, buf, gen, device)
-            torch.set_num_threads(cfg.torch_threads)
-            t1 = time.perf_counter()
-            samples, _ = ppo_vec.learn(nets, opt, buf, cfg, gen, device)
-            t2 = time.perf_counter()
-            collect, update = collect + t1 - t0, update + t2 - t1
-            steps += samples
-            rows += buf.steps * buf.seat.shape[1]
-            assert stats["illegal"] == 0
-        elapsed = time.perf_counter() - start
+        timings = [time_iterations(ppo_vec, tables, nets, opt, buf, cfg, gen, device,
+                                   args.steps) for _ in range(args.repeat)]
         if profiler is not None:
             import pstats
             profiler.disable()
@@ -114,10 +126,16 @@ def bench_vec(cfg, args) -> None:
              "no snapshot seats")
           + (" (init_from not loaded: weights do not change the speed)" if cfg.init_from
              else ""))
-    print(f"{steps} learner samples ({rows} decisions) in {elapsed:.1f} s: "
-          f"{steps / elapsed:,.0f} samples/s (collect + update); collect {collect:.1f} s "
-          f"({rows / collect:,.0f} decisions/s), update {update:.1f} s "
-          f"({steps * cfg.ppo.n_epochs / update:,.0f} sample-epochs/s)")
+    for steps, rows, collect, update in timings:
+        elapsed = collect + update
+        print(f"{steps} learner samples ({rows} decisions) in {elapsed:.1f} s: "
+              f"{steps / elapsed:,.0f} samples/s (collect + update); collect {collect:.1f} s "
+              f"({rows / collect:,.0f} decisions/s), update {update:.1f} s "
+              f"({steps * cfg.ppo.n_epochs / update:,.0f} sample-epochs/s)")
+    if len(timings) > 1:
+        rates = sorted(steps / (collect + update) for steps, _, collect, update in timings)
+        print(f"{len(rates)} repeats: median {statistics.median(rates):,.0f} samples/s, "
+              f"{rates[0]:,.0f} to {rates[-1]:,.0f}")
     if ppo_vec.bfloat16_is_slow(nets, device):
         print(ppo_vec.SLOW_BFLOAT16)
 
@@ -134,6 +152,9 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile (ppo-vec only)")
     parser.add_argument("--snapshots", type=at_least(0), help="ppo-vec: snapshots in the league "
                         "(default: league.max_snapshots, a long run's full pool)")
+    parser.add_argument("--repeat", type=at_least(1), default=1,
+                        help="ppo-vec: time --steps this many times in a row, a line each, then "
+                        "their median (on a shared host the speed varies from minute to minute)")
     args = parser.parse_args()
 
     from train.config import ConfigError, load_config
@@ -142,7 +163,8 @@ def main() -> None:
         cfg = load_config(args.config, args.overrides)
     except ConfigError as exc:
         parser.error(str(exc))
-    for flag, given in (("--profile", args.profile), ("--snapshots", args.snapshots is not None)):
+    for flag, given in (("--profile", args.profile), ("--snapshots", args.snapshots is not None),
+                        ("--repeat", args.repeat != 1)):
         if given and cfg.algo != "ppo-vec":  # bench_sb3 has neither
             parser.error(f"{flag} is for ppo-vec configs; {args.config} has algo {cfg.algo}")
     if cfg.algo == "ppo-vec":

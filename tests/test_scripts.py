@@ -67,15 +67,30 @@ def test_demo_help_comes_before_the_first_runs_install(tmp_path):
 
 
 def test_train_throughput_refuses_ppo_vec_options_for_an_sb3_config():
-    """--profile and --snapshots act on the ppo-vec trainer only: an SB3 config took them and
+    """--profile, --snapshots and --repeat act on the ppo-vec trainer only: an SB3 config took them and
     printed its figure as if they had been applied."""
-    for flag in (["--profile"], ["--snapshots", "3"]):
+    for flag in (["--profile"], ["--snapshots", "3"], ["--repeat", "2"]):
         res = subprocess.run([sys.executable, str(ROOT / "bench" / "train_throughput.py"),
                               "--config", str(ROOT / "configs" / "ppo_smoke.yaml"),
                               "--steps", "1", *flag], capture_output=True, text=True,
                              timeout=300, cwd=ROOT, stdin=subprocess.DEVNULL)
         assert res.returncode == 2, res.stdout + res.stderr[-2000:]
         assert f"{flag[0]} is for ppo-vec configs" in res.stderr and "algo ppo" in res.stderr
+
+
+def test_train_throughput_repeats_and_gives_the_median():
+    """--repeat N: N timings in a row, a line each, then their median and range."""
+    res = subprocess.run([sys.executable, str(ROOT / "bench" / "train_throughput.py"),
+                          "--config", str(ROOT / "configs" / "ppo_vec_culo.yaml"), "--steps", "1",
+                          "--repeat", "3", "--snapshots", "1", "--set", "vec.num_games=16",
+                          "--set", "vec.rollout_steps=8", "--set", "ppo.net_arch=[8]"],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT,
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode == 0, res.stdout + res.stderr[-2000:]
+    lines = [line for line in res.stdout.splitlines() if "samples/s (collect + update)" in line]
+    rates = sorted(int(line.split(": ")[1].split()[0].replace(",", "")) for line in lines)
+    assert len(rates) == 3 and all(r > 0 for r in rates)
+    assert f"3 repeats: median {rates[1]:,} samples/s, {rates[0]:,} to {rates[2]:,}" in res.stdout
 
 
 @pytest.mark.parametrize("script,defaults", [
