@@ -165,7 +165,7 @@ def main() -> None:
         parser.error(str(exc))
     for flag, given in (("--profile", args.profile), ("--snapshots", args.snapshots is not None),
                         ("--repeat", args.repeat != 1)):
-        if given and cfg.algo != "ppo-vec":  # bench_sb3 has neither
+        if given and cfg.algo != "ppo-vec":  # bench_sb3 has none of them
             parser.error(f"{flag} is for ppo-vec configs; {args.config} has algo {cfg.algo}")
     if cfg.algo == "ppo-vec":
         bench_vec(cfg, args)
