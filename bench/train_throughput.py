@@ -86,7 +86,6 @@ def bench_vec(cfg, args) -> None:
     ppo_vec.passive_openmp(cfg)  # before torch loads
 
     import numpy as np
-    import torch
     from train.league import League
     from train.ppo_vec_io import actor_mlp
 
