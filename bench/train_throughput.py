@@ -60,24 +60,16 @@ def bench_sb3(cfg, args) -> None:
 
 def time_iterations(ppo_vec, tables, nets, opt, buf, cfg, gen, device,
                     at_least: int) -> tuple[int, int, float, float]:
-    """Whole iterations until ``at_least`` learner samples: ``(samples, decisions, seconds
-    collecting, seconds updating)``."""
-    import torch
-
+    """The trainer's iterations until ``at_least`` learner samples: ``(samples, decisions,
+    seconds collecting, seconds updating)``."""
     collect = update = 0.0
     steps = rows = 0
     while steps < at_least:
-        t0 = time.perf_counter()
-        torch.set_num_threads(cfg.vec.collect_threads)
-        stats = ppo_vec.collect_rollout(tables, nets, buf, gen, device)
-        torch.set_num_threads(cfg.torch_threads)
-        t1 = time.perf_counter()
-        samples, _ = ppo_vec.learn(nets, opt, buf, cfg, gen, device)
-        t2 = time.perf_counter()
-        collect, update = collect + t1 - t0, update + t2 - t1
+        samples, stats, _ = ppo_vec.iteration(tables, nets, opt, buf, cfg, gen, device)
+        assert stats["illegal"] == 0
+        collect, update = collect + stats["collect_s"], update + stats["update_s"]
         steps += samples
         rows += buf.steps * buf.seat.shape[1]
-        assert stats["illegal"] == 0
     return steps, rows, collect, update
 
 

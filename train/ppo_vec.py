@@ -179,13 +179,14 @@ class Rollout:
         return self.obs.shape[0] - CARRIED
 
 
-def policy_actions(nets: Nets, pool: SnapshotPool, obs: np.ndarray, mask: np.ndarray,
+def policy_actions(nets: Nets, pool: SnapshotPool, obs: np.ndarray, legal: np.ndarray,
                    rows: np.ndarray, snap: np.ndarray, which: np.ndarray, generator,
                    device) -> tuple[np.ndarray, np.ndarray]:
     """Samples the actions of the learner's rows ``rows`` (its actor) and of the snapshots'
     rows ``snap`` (snapshot ``which[i]`` of the pool for row ``i``) in one batch, no autograd;
-    returns them in the order of ``rows`` then ``snap``, and the learner's log-probabilities.
-    (Sampling both kinds together halves the small tensor operations per step.)"""
+    ``legal`` holds the masks of ``rows`` then ``snap``. Returns the actions in that order,
+    and the learner's log-probabilities. (Sampling both kinds together halves the small
+    tensor operations per step.)"""
     import torch
 
     with torch.inference_mode():
@@ -197,8 +198,8 @@ def policy_actions(nets: Nets, pool: SnapshotPool, obs: np.ndarray, mask: np.nda
             logits.append(pool.logits(which[snap], obs[snap]))
         if not logits:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        legal = bool_tensor(mask[np.concatenate([rows, snap])]).to(device)
-        actions, logp = sample_masked(torch.cat(logits), legal, generator)
+        actions, logp = sample_masked(torch.cat(logits), bool_tensor(legal).to(device),
+                                      generator)
     return actions.cpu().numpy(), logp[:len(rows)].cpu().numpy()
 
 
@@ -226,9 +227,10 @@ def collect_rollout(tables: list[Table], nets: Nets, buf: Rollout, generator,
         logp = np.zeros(len(seat), np.float32)
         rows, snap = np.flatnonzero(trained), np.flatnonzero(kind == SNAPSHOT)
         sampled = np.concatenate([rows, snap])
-        actions[sampled], logp[rows] = policy_actions(nets, tables[0].pool, obs, mask, rows,
+        legal = mask[sampled]
+        actions[sampled], logp[rows] = policy_actions(nets, tables[0].pool, obs, legal, rows,
                                                       snap, which, generator, device)
-        illegal += int((mask[sampled, actions[sampled]] == 0).sum())
+        illegal += int((np.take_along_axis(legal, actions[sampled, None], 1) == 0).sum())
         for table, c in zip(tables, cols):
             table.agent_actions(actions[c], seat[c], kind[c])
         buf.action[t], buf.logp[t], buf.trained[t] = actions, logp, trained
@@ -423,12 +425,16 @@ def make_optimizer(nets: Nets, cfg: TrainConfig):
 
 
 def iteration(tables, nets, optimizer, buf, cfg, generator, device):
-    """One rollout and its update: ``(samples trained on, rollout stats, losses)``."""
+    """One rollout and its update: ``(samples trained on, rollout stats, losses)``; the stats
+    hold the seconds of each phase (``collect_s``, ``update_s``: bench/train_throughput.py)."""
     import torch
+    start = time.perf_counter()
     torch.set_num_threads(cfg.vec.collect_threads)
     stats = collect_rollout(tables, nets, buf, generator, device)
     torch.set_num_threads(cfg.torch_threads)
+    collected = time.perf_counter()
     samples, losses = learn(nets, optimizer, buf, cfg, generator, device)
+    stats.update(collect_s=collected - start, update_s=time.perf_counter() - collected)
     return samples, stats, losses
 
 
