@@ -593,6 +593,38 @@ def test_bfloat16_on_a_gpu_that_only_emulates_it_is_told(monkeypatch, native):
     assert ppo_vec.bfloat16_is_slow(nets, "cuda") is not native and asked == [False]
 
 
+@pytest.mark.parametrize("flags, auto", [
+    ("fpu avx2 avx512f avx512_bf16", True), ("fpu avx2 amx_bf16 amx_tile", True),
+    ("fpu avx avx2 fma", False), ("Features: fp asimd bf16", False), (None, False)])
+def test_bfloat16_auto_is_bfloat16_where_the_cpu_has_its_products(tmp_path, flags, auto):
+    """vec.bfloat16 auto: bfloat16 on a CPU known to multiply in it, float32 on one known not
+    to, and where it cannot be told (not x86, or no flags to read)."""
+    from train import ppo_vec
+    from train.config import load_config
+
+    cpuinfo = tmp_path / "cpuinfo"
+    if flags is not None:
+        cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+    assert ppo_vec.uses_bfloat16("auto", "cpu", str(cpuinfo)) is auto
+    for given in (False, True):  # an explicit setting stands, fast or slow
+        assert ppo_vec.uses_bfloat16(given, "cpu", str(cpuinfo)) is given
+    cfg = load_config(ROOT / "configs" / "ppo_vec_culo.yaml", ["vec.bfloat16=auto"])
+    native = ppo_vec.uses_bfloat16("auto", "cpu")  # this machine's, as make_nets reads it
+    assert ppo_vec.make_nets(cfg, 8, 8, 4, "cpu").bfloat16 is native
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_bfloat16_auto_on_a_gpu_follows_its_products(monkeypatch, native):
+    import torch
+
+    from train import ppo_vec
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported",
+                        lambda including_emulation=True: native and not including_emulation
+                        or including_emulation)
+    assert ppo_vec.uses_bfloat16("auto", "cuda") is native
+
+
 # -- the league's snapshots and sampling ------------------------------------------------------
 
 def test_snapshots_of_the_latest_checkpoint_survive_until_the_next(tmp_path):

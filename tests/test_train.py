@@ -1227,6 +1227,20 @@ def test_resume_names_a_fixed_field_before_what_its_change_breaks():
         resume_config(load_config(SMOKE).to_dict(), ["total_steps=-5", "seed=0"])
 
 
+@pytest.mark.parametrize("given, read", [("true", True), ("false", False), ("auto", "auto")])
+def test_vec_bfloat16_is_true_false_or_auto(given, read):
+    cfg = load_config(ROOT / "configs" / "ppo_vec_culo.yaml", [f"vec.bfloat16={given}"])
+    assert cfg.vec.bfloat16 == read and type(cfg.vec.bfloat16) is type(read)
+
+
+@pytest.mark.parametrize("given, message", [
+    ("fast", r"^vec.bfloat16: 'fast'; allowed: true, false, auto$"),
+    ("1", r"^vec.bfloat16: expected bool or str, got 1$")])
+def test_vec_bfloat16_refuses_anything_else(given, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(ROOT / "configs" / "ppo_vec_culo.yaml", [f"vec.bfloat16={given}"])
+
+
 def test_resume_refuses_a_setting_the_trainer_does_not_read():
     """vec.* is resumable for ppo-vec runs; an algo ppo run took it on --resume silently and
     wrote it into its config.yaml, which a new run then refused."""

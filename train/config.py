@@ -112,12 +112,13 @@ class VecConfig:
     """Torch threads while collecting (the update uses ``torch_threads``). With more than
     one thread in either, the trainer sets ``OMP_WAIT_POLICY=PASSIVE`` (unless set): spinning
     OpenMP threads on cores shared with other busy processes slow torch down many times."""
-    bfloat16: bool = False
+    bfloat16: bool | str = False
     """The learner's forward passes (collecting and the update) in bfloat16 under
     ``torch.autocast``, its weights and Adam in float32: on CPUs with bfloat16 products
     (``avx512_bf16``, ``amx_bf16``) the update takes about 0.6 of the time; on others it is
-    slower (the trainer says so). Snapshots and bots play in float32.
-    The shipped bots trained without it."""
+    slower (the trainer says so). Snapshots and bots play in float32. ``auto``: bfloat16
+    where the device has its products in hardware (those CPUs, NVIDIA GPUs from Ampere on),
+    else float32; the trainer says which."""
     debug: bool = False
     """Check the mirror reference game of every game with an agent seat against the vector
     engine after every step (observation, mask, seat to act, match end)."""
@@ -181,8 +182,18 @@ def _coerce(value: Any, typ: Any, where: str) -> Any:
         return _build(typ, value, where + ".")
     origin = get_origin(typ)
     if origin is UnionType:
-        (inner,) = [t for t in get_args(typ) if t is not NoneType]
-        return None if value is None else _coerce(value, inner, where)
+        if value is None and NoneType in get_args(typ):
+            return None
+        kinds = [t for t in get_args(typ) if t is not NoneType]
+        if len(kinds) == 1:
+            return _coerce(value, kinds[0], where)
+        for kind in kinds:
+            try:
+                return _coerce(value, kind, where)
+            except ConfigError:
+                pass
+        raise ConfigError(f"{where}: expected {' or '.join(k.__name__ for k in kinds)}, "
+                          f"got {value!r}")
     if origin is list:
         (item,) = get_args(typ)
         if not isinstance(value, list):
@@ -483,6 +494,8 @@ def validate(cfg: TrainConfig) -> None:
                           f"{v.num_games * v.rollout_steps}), of which the learner's are its "
                           f"samples; at most {v.num_games * v.rollout_steps // 2}")
     check_mix("vec.mix", v.mix)
+    if isinstance(v.bfloat16, str) and v.bfloat16 != "auto":
+        raise ConfigError(f"vec.bfloat16: {v.bfloat16!r}; allowed: true, false, auto")
     if cfg.algo == "ppo-vec":
         decks = {tuple(make_rules(cfg.rules, n, **cfg.rules_overrides).rank_order)
                  for n in cfg.players}

@@ -131,7 +131,8 @@ def make_nets(cfg: TrainConfig, obs_size: int, state_size: int, num_actions: int
     actor = mlp([obs_size, *hidden, num_actions], cfg.ppo.activation, 0.01).to(device)
     critic_in = state_size if cfg.vec.critic_state else obs_size
     critic = mlp([critic_in, *hidden, 1], cfg.ppo.activation, 1.0).to(device)
-    return Nets(actor, critic, cfg.vec.critic_state, cfg.ppo.activation, cfg.vec.bfloat16)
+    return Nets(actor, critic, cfg.vec.critic_state, cfg.ppo.activation,
+                uses_bfloat16(cfg.vec.bfloat16, device))
 
 
 # -- the games and the buffer -----------------------------------------------------------------
@@ -489,22 +490,34 @@ SLOW_BFLOAT16 = ("note: vec.bfloat16 on a device without bfloat16 products (an x
                  "several times slower than float32 here")
 
 
-def bfloat16_is_slow(nets: Nets, device, cpuinfo: str = "/proc/cpuinfo") -> bool:
-    """``vec.bfloat16`` on a CUDA device that only emulates bfloat16, or on an x86 CPU
-    without :data:`BFLOAT16_FLAGS` (told where its flags can be read: Linux)."""
+def bfloat16_products(device, cpuinfo: str = "/proc/cpuinfo") -> bool | None:
+    """Whether ``device`` has bfloat16 products in hardware: a CUDA device that does not
+    emulate them, an x86 CPU with one of :data:`BFLOAT16_FLAGS`; ``None`` where it cannot be
+    told (a CPU whose flags cannot be read where Linux keeps them, or that is not x86)."""
     import torch
     device = torch.device(device)
-    if not nets.bfloat16:
-        return False
     if device.type == "cuda":
-        return not torch.cuda.is_bf16_supported(including_emulation=False)
+        return torch.cuda.is_bf16_supported(including_emulation=False)
     if device.type != "cpu":
-        return False
+        return None
     try:
         words = set(Path(cpuinfo).read_text().split())
     except OSError:
-        return False
-    return "avx2" in words and not words & set(BFLOAT16_FLAGS)
+        return None
+    if words & set(BFLOAT16_FLAGS):
+        return True
+    return False if "avx2" in words else None
+
+
+def uses_bfloat16(setting: bool | str, device, cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """``vec.bfloat16`` on ``device``: ``auto`` is bfloat16 only where the device has its
+    products in hardware (float32 where that cannot be told)."""
+    return bool(bfloat16_products(device, cpuinfo)) if setting == "auto" else setting
+
+
+def bfloat16_is_slow(nets: Nets, device, cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """The nets in bfloat16 on a device known to lack its products (:func:`bfloat16_products`)."""
+    return nets.bfloat16 and bfloat16_products(device, cpuinfo) is False
 
 
 def setup(cfg: TrainConfig, league: League, steps: int):
@@ -654,6 +667,9 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         run.write_config(cfg)
     book = Bookkeeper(cfg, run, league, meta, progress, policy_digests=digests)
     book.start(nets, steps)
+    if cfg.vec.bfloat16 == "auto":
+        book.log_line(f"vec.bfloat16 auto: forwards in "
+                      f"{'bfloat16' if nets.bfloat16 else 'float32'} on {device}")
     if bfloat16_is_slow(nets, device):
         book.log_line(SLOW_BFLOAT16)
     started = time.time()
