@@ -895,6 +895,7 @@ def test_export_matches_the_torch_actor(small_run, tmp_path):
     assert res.returncode == 0, res.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["training"]["algo"] == "ppo-vec" and manifest["players"] == [4]
+    assert manifest["training"]["forwards"] == "float32"  # vec.bfloat16 unset: false
 
     vg = VectorGame("culo", num_players=4, num_games=512, seed=5)
     obs, masks = vg.reset()

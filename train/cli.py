@@ -271,6 +271,8 @@ def export_run(source: Path, out: str | Path, name: str | None = None,
                 "seed": meta.get("seed"), "code_version": meta.get("code_version"),
                 "config": cfg, "checkpoint": str(checkpoint),
                 "evaluation": evaluations[-1] if evaluations else None}
+    if "forwards" in meta:  # ppo-vec: the precision its forwards ran in
+        training["forwards"] = meta["forwards"]
     bundle = write_bundle(out, mlp, rules, presets=[rules["preset"]], players=players,
                           name=name or Path(out).name, training=training,
                           torch_program=torch_policy(mlp) if with_torch else None)

@@ -115,7 +115,9 @@ class Bookkeeper:
                 "seed": cfg.seed, "code_version": code_version(),
                 "league": list(self.league.snapshots), "evaluations": self.evaluations,
                 "best": self.best, "illegal_actions": self.illegal,
-                "policy_files": self.policy_digests}
+                "policy_files": self.policy_digests,
+                # what vec.bfloat16 (auto: by the device) made of this run's forwards
+                "forwards": "bfloat16" if nets.bfloat16 else "float32"}
         if latest:
             self.league.update_current(actor_mlp(nets.actor, nets.activation))
         try:
