@@ -699,3 +699,44 @@ def test_a_match_length_in_a_rules_file_is_noted_as_not_played(tmp_path):
             capture_output=True, text=True, env=_env(), timeout=60, cwd=ROOT)
         assert proc.returncode == 0, proc.stderr
         assert (note in proc.stderr) if note else "note:" not in proc.stderr, proc.stderr
+
+
+class SlowOrFailingPlayer:
+    """Deal 0 raises at once; every other deal takes a while (a worker still busy)."""
+
+    def play(self, d, stop=None):
+        import time
+        if d == 0:
+            raise ValueError("deal 0 fails")
+        time.sleep(0.3)
+        return {"deal": d}
+
+
+def test_a_worker_error_ends_the_pool_at_once_and_leaves_no_worker_behind():
+    """A worker's error is raised in the parent while another worker is mid-deal, and every
+    worker is gone afterwards. (multiprocessing.Pool's terminate() could wait forever for a
+    worker it had killed while that worker held the shared result queue's lock.)"""
+    import multiprocessing
+    import time
+
+    from train import tournament
+
+    for _ in range(3):
+        started = time.time()
+        blocks = tournament._blocks_in_pool(SlowOrFailingPlayer(), 6, 2, lambda: False)
+        with pytest.raises(ValueError, match="deal 0 fails"):
+            list(blocks)
+        assert time.time() - started < 5
+        assert multiprocessing.active_children() == []
+
+
+def test_the_pool_yields_every_deal_once_whatever_the_order():
+    from train import tournament
+
+    class Player:
+        def play(self, d, stop=None):
+            return {"deal": d, "pid": os.getpid()}
+
+    blocks = list(tournament._blocks_in_pool(Player(), 7, 3, lambda: False))
+    assert sorted(b["deal"] for b in blocks) == list(range(7))
+    assert os.getpid() not in {b["pid"] for b in blocks}

@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import multiprocessing as mp
+import multiprocessing.connection
 import os
 import secrets
 import signal
@@ -187,30 +188,43 @@ class BlockPlayer:
         return {"deal": d, "seed": seed, "games": games, "events": events if self.record else None}
 
 
-_WORKER: dict[str, BlockPlayer] = {}
-
-
-def _init_worker(player: BlockPlayer) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+def _quiet_stop_signals() -> None:
+    """A worker's signals: the parent decides when to stop (Ctrl-C), and SIGTERM or SIGHUP
+    end it wherever it waits."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # A handler inherited from the parent (SIGTERM and SIGHUP raise there) runs only between
-    # bytecodes: a worker waiting inside a lock would outlive the pool's terminate(), and the
-    # parent would wait for it forever. The default action ends it wherever it waits.
+    # bytecodes: a worker waiting inside a call would outlive the parent's terminate(). The
+    # default action ends it at once.
     for s in STOP_SIGNALS:
         signal.signal(s, signal.SIG_DFL)
-    _WORKER["player"] = player
 
 
 class _BotStopped(Exception):
     """A bot raised KeyboardInterrupt or SystemExit in a worker. Let through, it would end the
-    worker with its deal unanswered, and the parent would wait for that deal forever; sent back
-    as an ordinary exception, the parent raises the original kind as play in one process does."""
+    worker with its deal unanswered; sent back as an ordinary exception, the parent raises the
+    original kind as play in one process does."""
 
 
-def _work(d: int) -> dict:
-    try:
-        return _WORKER["player"].play(d)
-    except (KeyboardInterrupt, SystemExit) as e:
-        raise _BotStopped(type(e).__name__, getattr(e, "code", None)) from None
+def _serve(player: BlockPlayer, conn) -> None:
+    """A worker process: plays each deal the parent sends over ``conn`` and sends back
+    ``(True, block)`` or ``(False, exception)``, until the connection closes."""
+    _quiet_stop_signals()
+    while True:
+        try:
+            d = conn.recv()
+        except EOFError:
+            return
+        try:
+            answer = (True, player.play(d))
+        except (KeyboardInterrupt, SystemExit) as e:
+            answer = (False, _BotStopped(type(e).__name__, getattr(e, "code", None)))
+        except Exception as e:  # noqa: BLE001 - the parent raises it as play in one process does
+            answer = (False, e)
+        try:
+            conn.send(answer)
+        except Exception as e:  # noqa: BLE001 - pickling fails before a byte is sent
+            conn.send((False, RuntimeError(f"a worker could not send back its "
+                                           f"{'deal' if answer[0] else 'error'} ({e})")))
 
 
 def signal_name(signum: int) -> str:
@@ -220,15 +234,11 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-def check_alive(workers: list) -> None:
-    """Raises :class:`WorkerDied` for a worker that ended: the pool would start another, and
-    the parent wait for the lost worker's deal forever."""
-    for w in workers:
-        if w.exitcode is not None:
-            how = (f"killed by {signal_name(-w.exitcode)}" if w.exitcode < 0
-                   else f"exit status {w.exitcode}")
-            raise WorkerDied(f"a worker process playing the tournament's games ended ({how}): "
-                             f"a bot ended its process, or the system did (out of memory?)")
+def worker_died(process) -> WorkerDied:
+    how = (f"killed by {signal_name(-process.exitcode)}" if process.exitcode < 0
+           else f"exit status {process.exitcode}")
+    return WorkerDied(f"a worker process playing the tournament's games ended ({how}): a bot "
+                      f"ended its process, or the system did (out of memory?)")
 
 
 class _StopFlag:
@@ -266,29 +276,56 @@ def _blocks_in_process(player: BlockPlayer, deals: int, stop: _StopFlag):
 
 
 def _blocks_in_pool(player: BlockPlayer, deals: int, jobs: int, stop: _StopFlag):
+    """The blocks of ``deals`` from ``jobs`` worker processes, in the order they finish.
+
+    Each worker has a pipe of its own and plays one deal at a time. (multiprocessing.Pool
+    shares one result queue and its lock among the workers: its terminate() could kill a
+    worker that held the lock while sending, and then waited for it forever, CPython issue
+    96995; a pipe per worker has no lock to leave held.)"""
     methods = mp.get_all_start_methods()
     ctx = mp.get_context("fork" if "fork" in methods else "spawn")
-    pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(player,))
-    workers = list(pool._pool)  # they live as long as the pool: none leaves on its own
+    workers = {}  # the parent's end of each worker's pipe -> its process
     try:
-        it = pool.imap_unordered(_work, range(deals))
-        for _ in range(deals):
-            while True:
-                if stop():
-                    return
+        for _ in range(jobs):
+            here, there = ctx.Pipe()
+            process = ctx.Process(target=_serve, args=(player, there), daemon=True)
+            process.start()
+            there.close()
+            workers[here] = process
+        handed, busy = 0, []  # deals handed out; the pipes of the workers playing one
+        for conn in list(workers)[:deals]:
+            conn.send(handed)
+            handed += 1
+            busy.append(conn)
+        while busy:
+            if stop():
+                return
+            mp.connection.wait([*busy, *(workers[c].sentinel for c in busy)], timeout=0.1)
+            for conn in [c for c in busy if c.poll()]:
                 try:
-                    block = it.next(timeout=0.1)
-                    break
-                except mp.TimeoutError:
-                    check_alive(workers)
-                    continue
-                except _BotStopped as e:
-                    kind, code = e.args
+                    ok, value = conn.recv()
+                except EOFError:  # it ended before it answered
+                    workers[conn].join()
+                    raise worker_died(workers[conn]) from None
+                busy.remove(conn)
+                if not ok and isinstance(value, _BotStopped):
+                    kind, code = value.args
                     raise KeyboardInterrupt if kind == "KeyboardInterrupt" else SystemExit(code)
-            yield block
+                if not ok:
+                    raise value
+                if handed < deals:
+                    conn.send(handed)
+                    handed += 1
+                    busy.append(conn)
+                yield value
+            for conn in busy:
+                if workers[conn].exitcode is not None and not conn.poll():
+                    raise worker_died(workers[conn])
     finally:
-        pool.terminate()
-        pool.join()
+        for conn, process in workers.items():
+            process.terminate()
+            process.join()
+            conn.close()
 
 
 # -- the result -------------------------------------------------------------------------------
