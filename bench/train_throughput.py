@@ -62,10 +62,11 @@ def bench_sb3(cfg, args) -> None:
           f"samples/s (collect + update)")
 
 
-def time_iterations(ppo_vec, tables, nets, opt, buf, cfg, gen, device,
+def time_iterations(tables, nets, opt, buf, cfg, gen, device,
                     at_least: int) -> tuple[int, int, float, float]:
     """The trainer's iterations until ``at_least`` learner samples: ``(samples, decisions,
     seconds collecting, seconds updating)``."""
+    from train import ppo_vec
     collect = update = 0.0
     steps = rows = 0
     while steps < at_least:
@@ -101,8 +102,8 @@ def bench_vec(cfg, args) -> None:
             import cProfile
             profiler = cProfile.Profile()
             profiler.enable()
-        timings = [time_iterations(ppo_vec, tables, nets, opt, buf, cfg, gen, device,
-                                   args.steps) for _ in range(args.repeat)]
+        timings = [time_iterations(tables, nets, opt, buf, cfg, gen, device, args.steps)
+                   for _ in range(args.repeat)]
         if profiler is not None:
             import pstats
             profiler.disable()

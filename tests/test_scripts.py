@@ -67,8 +67,8 @@ def test_demo_help_comes_before_the_first_runs_install(tmp_path):
 
 
 def test_train_throughput_refuses_ppo_vec_options_for_an_sb3_config():
-    """--profile, --snapshots and --repeat act on the ppo-vec trainer only: an SB3 config took them and
-    printed its figure as if they had been applied."""
+    """--profile, --snapshots and --repeat act on the ppo-vec trainer only: an SB3 config took
+    them and printed its figure as if they had been applied."""
     for flag in (["--profile"], ["--snapshots", "3"], ["--repeat", "2"]):
         res = subprocess.run([sys.executable, str(ROOT / "bench" / "train_throughput.py"),
                               "--config", str(ROOT / "configs" / "ppo_smoke.yaml"),
