@@ -234,8 +234,10 @@ def read_events(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
             try:
                 event = load_json(line)
             except json.JSONDecodeError as exc:
-                raise RecordError(f"{p}:{no}: not valid JSON ({exc.msg}); the file may be "
-                                  f"truncated or corrupt") from None
+                # a first line that is not JSON: some other file, not a damaged record
+                why = ("the file is not a game record (JSON Lines: one event object per line)"
+                       if no == 1 else "the file may be truncated or corrupt")
+                raise RecordError(f"{p}:{no}: not valid JSON ({exc.msg}); {why}") from None
             except ValueError as exc:  # a key given twice: which one counts is not defined
                 raise RecordError(f"{p}:{no}: {exc}") from None
             if not isinstance(event, dict) or not isinstance(event.get("event"), str):

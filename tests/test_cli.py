@@ -375,7 +375,8 @@ def test_replay_illegal_equal_rank_play(tmp_path, record):
 
 @pytest.mark.parametrize("content,words", [
     (None, ["truncated"]),
-    ("garbage\n", ["not valid JSON"]),
+    ("garbage\n", ["not valid JSON", "not a game record"]),
+    ('{"event": "match"}\ngarbage\n', [":2: not valid JSON", "truncated or corrupt"]),
     (b"\x00\xff\xfe binary\n", ["not UTF-8"]),
     ('{"event": "play", "player": "player_0", "cards": ["7C"]}\n', ["outside a match"]),
 ])

@@ -1007,7 +1007,7 @@ def test_a_run_is_not_trained_into_a_bundle(tmp_path):
     assert sorted(p.name for p in bundle.iterdir()) == before
 
 
-def test_demo_clears_only_its_own_folder(tmp_path):
+def test_demo_replaces_only_its_own_outputs(tmp_path):
     from train.demo import MARKER, fresh_run_dir
     precious = tmp_path / "precious"
     precious.mkdir()
@@ -1017,9 +1017,13 @@ def test_demo_clears_only_its_own_folder(tmp_path):
     assert (precious / "thesis.txt").read_text() == "mine"
     demo = tmp_path / "demo"
     fresh_run_dir(demo)
-    (demo / "old.txt").write_text("from the last demo")
+    for name in ("bot", "train"):
+        (demo / name).mkdir()
+        (demo / name / "f").write_text("from the last demo")
+    (demo / "vs_greedy.jsonl").write_text("from the last demo")
+    (demo / "curves.png").write_text("the user's, made after the last demo")
     fresh_run_dir(demo)
-    assert sorted(p.name for p in demo.iterdir()) == [MARKER]
+    assert sorted(p.name for p in demo.iterdir()) == sorted([MARKER, "curves.png"])
 
 
 @pytest.mark.parametrize("args,says", [

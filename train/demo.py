@@ -18,16 +18,30 @@ MARKER = ".arschloch-demo"
 """Marks a folder as the demo's own, which a later demo may clear."""
 
 
+OUTPUTS = ("bot", "train", "vs_*.jsonl")
+"""What the demo writes in its folder: a later demo replaces these and keeps anything else
+(a curves PNG the closing hints suggest, say)."""
+
+
 def fresh_run_dir(run_dir: Path) -> None:
-    """The demo starts afresh, but clears only a folder that an earlier demo made."""
+    """Clears the outputs of an earlier demo from ``run_dir``; refuses a folder that holds
+    files of its own and was not made by a demo."""
     if run_dir.exists():
         if not run_dir.is_dir() or any(run_dir.iterdir()) and not (run_dir / MARKER).is_file():
             sys.exit(f"demo: --run-dir {run_dir} exists and is not a demo's folder; name a "
-                     f"new one (the demo clears its folder before it starts)")
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
-    (run_dir / MARKER).write_text("made by the demo (python -m train.demo); it clears this "
-                                  "folder when it runs again\n")
+                     f"new one (the demo replaces what it wrote there before)")
+        earlier = sorted(p for pattern in OUTPUTS for p in run_dir.glob(pattern))
+        if earlier:
+            print(f"demo: replacing an earlier demo's {', '.join(p.name for p in earlier)} "
+                  f"in {run_dir}")
+        for p in earlier:
+            if p.is_dir():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / MARKER).write_text("made by the demo (python -m train.demo); it replaces its "
+                                  f"{', '.join(OUTPUTS)} here when it runs again\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,9 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=None, help="training steps (default: "
                         "the demo config's)")
     parser.add_argument("--deals", type=int, default=200, help="tournament deals per field")
-    parser.add_argument("--run-dir", default="runs/demo", help="where the demo writes "
-                        "(scripts/demo.sh runs it from the repository root, which a relative "
-                        "path is then under)")
+    parser.add_argument("--run-dir", default="runs/demo", help="where the demo writes; "
+                        "run again, it replaces its own bot/, train/ and vs_*.jsonl there and "
+                        "keeps other files (scripts/demo.sh runs it from the repository root, "
+                        "which a relative path is then under)")
     args = parser.parse_args(argv)
     # checked before the minutes of training, and before the run folder is cleared
     if args.steps is not None and args.steps < 1:
