@@ -15,8 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = ".arschloch-demo"
-"""Marks a folder as the demo's own, which a later demo may clear."""
-
+"""Marks a folder as the demo's own, whose outputs a later demo replaces."""
 
 OUTPUTS = ("bot", "train", "vs_*.jsonl")
 """What the demo writes in its folder: a later demo replaces these and keeps anything else
@@ -29,7 +28,7 @@ def fresh_run_dir(run_dir: Path) -> None:
     if run_dir.exists():
         if not run_dir.is_dir() or any(run_dir.iterdir()) and not (run_dir / MARKER).is_file():
             sys.exit(f"demo: --run-dir {run_dir} exists and is not a demo's folder; name a "
-                     f"new one (the demo replaces what it wrote there before)")
+                     f"new one (the demo writes {', '.join(OUTPUTS)} there, replacing any)")
         earlier = sorted(p for pattern in OUTPUTS for p in run_dir.glob(pattern))
         if earlier:
             print(f"demo: replacing an earlier demo's {', '.join(p.name for p in earlier)} "
@@ -55,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
                         "keeps other files (scripts/demo.sh runs it from the repository root, "
                         "which a relative path is then under)")
     args = parser.parse_args(argv)
-    # checked before the minutes of training, and before the run folder is cleared
+    # checked before the minutes of training, and before an earlier demo's outputs go
     if args.steps is not None and args.steps < 1:
         parser.error(f"--steps {args.steps}: at least 1 (or leave it out: the config's)")
     if args.deals < 1:
