@@ -235,6 +235,7 @@ def signal_name(signum: int) -> str:
 
 
 def worker_died(process) -> WorkerDied:
+    """The error for a worker that ended with its deal unanswered, naming how it ended."""
     how = (f"killed by {signal_name(-process.exitcode)}" if process.exitcode < 0
            else f"exit status {process.exitcode}")
     return WorkerDied(f"a worker process playing the tournament's games ended ({how}): a bot "
