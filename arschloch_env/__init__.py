@@ -37,6 +37,11 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'arschloch_env' has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    # the lazy names too, so that tab completion (and dir()) offers them before first use
+    return sorted({*globals(), *__all__})
+
+
 def _is_submodule(name: str) -> bool:
     # Dotted or private names are never submodules here; find_spec would import a dotted
     # name's parent and fail with ModuleNotFoundError instead of AttributeError.

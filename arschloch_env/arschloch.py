@@ -89,7 +89,9 @@ observation followed by every seat's hand (relative order) and the face-down car
 `0` pass; `1 + 4r + (k-1)` play k cards (1..4) of rank index r; `1 + 4R + r` give a card of
 rank r (exchange return, or the card laid face down in the left-over swap); `1 + 5R + r` take
 the face-up left-over card of rank r. An illegal action raises `IllegalActionError` naming the
-player, the move and the reason, and changes nothing.
+player, the move and the reason; an id outside the action space (not an integer, or not in
+`0..A-1`) raises `arschloch_env.actions.ActionError` naming the id and the allowed range. Both
+are `ValueError`s, and neither changes anything.
 
 ### Rewards
 
@@ -124,9 +126,22 @@ RESET_OPTIONS = {"match_index": "an int >= 0",
                  "agents": "a dict of player name to agent spec (str) for the game record"}
 
 
-def env(**kwargs: Any) -> "raw_env":
-    """The environment. Order enforcing and action checks are built in (no wrapper stack)."""
-    return raw_env(**kwargs)
+def env(rules: Rules | str | dict = "culo", num_players: int | None = None,
+        render_mode: str | None = None, reward: str = "place", auto_pass: bool = True,
+        record_path: str | None = None, **overrides: Any) -> "raw_env":
+    """The environment (see the module docstring, ``help(arschloch_env.arschloch)``). Order
+    enforcing and action checks are built in (no wrapper stack).
+
+    Args:
+        rules: a preset name, a rules dict, a YAML/JSON file or a ``Rules``.
+        num_players: 3..6 (default: the table size the rules name, else 4).
+        render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        reward: ``"place"`` (+1 .. -1 per round) or ``"points"`` (the round's points).
+        auto_pass: apply by itself every decision where passing is the only legal action.
+        record_path: write every match there as a game record (JSON Lines).
+        **overrides: rules fields to override (``no_finish_on_top=True`` ...).
+    """
+    return raw_env(rules, num_players, render_mode, reward, auto_pass, record_path, **overrides)
 
 
 def _next_match_index(current: int, seed: int | None, options: dict | None) -> int:

@@ -27,6 +27,7 @@ import numpy as np
 from arschloch_env.cards import POPCOUNT
 
 SEATS = 6
+DECK_RANKS = (8, 13)
 OBS_VERSION = 2
 LAST_SLICE = {1: "seat_total", 2: "threat"}
 """The last slice of the observation in each layout version (later versions append)."""
@@ -97,6 +98,11 @@ class Layout:
 
     R: int
     full_state: bool = False
+
+    def __post_init__(self):
+        if isinstance(self.R, bool) or self.R not in DECK_RANKS:
+            raise ValueError(f"R {self.R!r}: the number of ranks of a deck; allowed: "
+                             f"{', '.join(map(str, DECK_RANKS))}")
 
     @property
     def entries(self) -> list[tuple[str, tuple[int, ...], str]]:

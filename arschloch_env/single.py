@@ -14,6 +14,8 @@ itself, so it works through ``SubprocVecEnv``. ``info["action_mask"]`` has it to
 SB3's and Gymnasium's checkers sample actions without a mask, so an illegal action here is void
 as the rules say: nothing changes, the same seat acts again, and the step returns
 ``illegal_penalty`` with ``info["illegal"] = True`` (or raises, with ``on_illegal="raise"``).
+An id outside the action space is no move at all: it raises
+``arschloch_env.actions.ActionError`` either way.
 """
 
 from __future__ import annotations
@@ -41,6 +43,16 @@ OpponentSampler = Callable[[np.random.Generator, int], list]
 SINGLE_RESET_OPTIONS = {"match_index": RESET_OPTIONS["match_index"]}
 LEARNER_LABEL = "learner"
 """The agent name of the learner's seat in the game record."""
+
+
+def _refuse_unsupported(agents: list, labels: list[str], rules: Rules) -> None:
+    """Refuses, when the env is made rather than at its first reset, an opponent that
+    declares it cannot play the rules (a bundle of another preset)."""
+    from arschloch_env.cli import CliError, check_support
+    try:
+        check_support(agents, labels, rules)
+    except CliError as exc:
+        raise ValueError(f"opponents: {exc}") from None
 
 
 class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
@@ -102,6 +114,7 @@ class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
                                  f"{n - 1} (one per seat, in seat order after the learner's)")
             self.opponents = resolve_agents(specs)
             self.opponent_labels = [agent_label(s) for s in specs]
+            _refuse_unsupported(self.opponents, self.opponent_labels, self.rules)
         else:
             self.opponents, self.opponent_labels = [], []
         self.encoder = Encoder(self.rules.num_ranks)

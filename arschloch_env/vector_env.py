@@ -22,9 +22,9 @@ the kernels), a callable ``opponent(obs, mask) -> actions`` on batches (float32 
 (an object with ``act``, or its spec: a built-in name, a bundle path, ``package.module:Class``).
 An agent whose class defines a batched method ``policy(observations, masks) -> (actions,
 logits)`` and reads no view (``uses_view = False``; a bundle) plays every opponent seat as one
-object, its whole batch in one call, so it must keep no state between moves (it is reset once
-per ``reset()``, as seat 0, with a seed drawn from the env's, so that a seeded env replays one
-that samples). Any other agent (``greedy``, ``expert``, ``mc``, a class of your own) gets its
+object, its whole batch in one call, so it must keep no state between moves (it is reset as
+seat 0 when the env is made and at each ``reset()`` that follows ``seed()``, with a seed drawn
+from the env's, so that a seeded env replays one that samples). Any other agent (``greedy``, ``expert``, ``mc``, a class of your own) gets its
 own copy for every opponent seat of every game, reset with its seat at the start of every
 match, as the agent protocol has it, and is asked row by row at Python speed; one that reads
 the public view gets it from a reference game per table that follows the batched one move for
@@ -163,8 +163,8 @@ def has_batched_policy(agent: Any) -> bool:
 
 class SharedOpponent:
     """An agent with a batched ``policy`` (a bundle), one object for every opponent seat,
-    asked for the rows of a whole batch; reset with a seed drawn from the env's, so that a
-    seeded env replays one that samples exactly."""
+    asked for the rows of a whole batch; reset when made, and again with a seed drawn from the
+    env's whenever the env is seeded, so that a seeded env replays one that samples exactly."""
 
     def __init__(self, agent: Any, rules: Rules):
         self.agent = agent

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -530,6 +531,24 @@ def test_single_seat_opponent_specs():
     assert calls and set(calls) == {1}
 
 
+def test_single_seat_refuses_a_bundle_of_other_rules_when_made():
+    bundle = str(Path(__file__).resolve().parents[1] / "bots" / "ppo_vec_culo_multi")
+    with pytest.raises(ValueError, match=r"opponents: agent .*ppo_vec_culo_multi does not "
+                                         r"support these rules \(tavern, 4 players\): bundle: "
+                                         r"trained for preset\(s\) \['culo'\], not 'tavern'"):
+        SingleSeatEnv(rules="tavern", num_players=4, opponents=bundle)
+    SingleSeatEnv(rules="culo", num_players=4, opponents=bundle).reset(seed=0)
+
+
+def test_env_takes_the_arguments_of_raw_env():
+    import inspect
+    assert (list(inspect.signature(arschloch_env.env).parameters)
+            == list(inspect.signature(arschloch_env.raw_env).parameters))
+    env = arschloch_env.env("tavern", 5, None, "points", False, None, rounds=2)
+    assert (env.rules.preset, env.rules.num_players, env.reward_mode, env.auto_pass,
+            env.rules.rounds) == ("tavern", 5, "points", False, 2)
+
+
 def test_single_seat_render(capsys):
     env = SingleSeatEnv(rules="culo", num_players=3, seat=1, render_mode="ansi")
     env.reset(seed=0)
@@ -655,6 +674,7 @@ def test_submodules_are_attributes_in_a_fresh_interpreter():
             "assert 'pettingzoo' not in sys.modules\n"
             "pydoc.render_doc(arschloch_env.arschloch)\n"
             "assert arschloch_env.single.SingleSeatEnv is arschloch_env.SingleSeatEnv\n"
+            "assert {'env', 'raw_env', 'SingleSeatEnv', 'Game'} <= set(dir(arschloch_env))\n"
             "for name in ('nothing', '_private', 'a.b'):\n"
             "    try:\n"
             "        getattr(arschloch_env, name)\n"

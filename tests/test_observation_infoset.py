@@ -356,6 +356,10 @@ def test_views_takes_a_plain_list_and_refuses_a_wrong_size_clearly():
         layout.views([0.0, 1.0, 2.0])
     with pytest.raises(ValueError, match="pass observation"):
         layout.views({"observation": [0.0] * layout.size})
+    for bad in (9, 0, True):
+        with pytest.raises(ValueError, match=rf"R {bad!r}: the number of ranks of a deck; "
+                                             r"allowed: 8, 13"):
+            Layout(bad)
 
 
 def test_an_encoder_shared_by_two_games_keeps_each_games_round_constants(monkeypatch):

@@ -311,6 +311,7 @@ def test_bad_arguments_fail_before_any_game(tmp_path):
         (dict(jobs=0), "jobs: 0 is not allowed"),
         (dict(mode="league"), "mode: 'league'"),
         (dict(bots=[spy, "no-such-bot"]), "unknown agent spec 'no-such-bot'"),
+        (dict(bots="expert"), r"bots: 'expert' is not a list of agent specs; give a list"),
         (dict(bots=[spy, "random", "random"], players=4), "3 spec"),
         (dict(bots=[CuloOnlyAgent(), spy], rules="tavern"), "does not support these rules"),
         (dict(record=tmp_path), "is a directory"),

@@ -620,6 +620,13 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
+def _check_bots_is_a_list(bots: Any) -> None:
+    # one spec given alone would be read a character at a time ("unknown agent spec 'e'")
+    if isinstance(bots, (str, bytes, os.PathLike)) or not isinstance(bots, Sequence):
+        raise TournamentError(f"bots: {bots!r} is not a list of agent specs; give a list: "
+                              f"[candidate, field] or one spec per seat")
+
+
 def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
                    seed: int | None = 0, mode: str = "duplicate", jobs: int | None = None, *,
                    players: int | None = None, seatings: str = "all",
@@ -663,6 +670,7 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
     if seed is None:
         seed = secrets.randbits(31)
     seed = _check_int("seed", seed, 0)
+    _check_bots_is_a_list(bots)
     given = _make_rules(rules, players, overrides, len(bots))
     _check_match_length_is_kept(mode, overrides)
     try:
