@@ -24,14 +24,14 @@ An agent whose class defines a batched method ``policy(observations, masks) -> (
 logits)`` and reads no view (``uses_view = False``; a bundle) plays every opponent seat as one
 object, its whole batch in one call, so it must keep no state between moves (it is reset as
 seat 0 when the env is made and at each ``reset()`` that follows ``seed()``, with a seed drawn
-from the env's, so that a seeded env replays one that samples). Any other agent (``greedy``, ``expert``, ``mc``, a class of your own) gets its
-own copy for every opponent seat of every game, reset with its seat at the start of every
-match, as the agent protocol has it, and is asked row by row at Python speed; one that reads
-the public view gets it from a reference game per table that follows the batched one move for
-move (:class:`MirroredOpponent`). An action an agent returns that is not a legal id raises
-:class:`~agents.runner.AgentError` naming it and its seat, and the env then refuses to step
-until ``reset()``. Forced passes are applied by the engine, so every observation returned is a
-real decision.
+from the env's, so that a seeded env replays one that samples). Any other agent (``greedy``,
+``expert``, ``mc``, a class of your own) gets its own copy for every opponent seat of every
+game, reset with its seat at the start of every match, as the agent protocol has it, and is
+asked row by row at Python speed; one that reads the public view gets it from a reference
+game per table that follows the batched one move for move (:class:`MirroredOpponent`). An
+action an agent returns that is not a legal id raises :class:`~agents.runner.AgentError`
+naming it and its seat, and the env then refuses to step until ``reset()``. Forced passes are
+applied by the engine, so every observation returned is a real decision.
 
 A step applies the learner's actions, then lets the opponents move in every game until the
 learner is to act again. ``rewards[i]`` sums the learner's rewards in between. When game
