@@ -487,6 +487,32 @@ def test_an_interrupted_rerun_keeps_the_complete_report_it_would_replace(tmp_pat
     assert not (tmp_path / "out-partial-partial").exists()
 
 
+def test_ctrl_c_while_the_plots_are_drawn_keeps_the_results(tmp_path, monkeypatch, capsys):
+    """The results of a finished tournament are written before its plots: a Ctrl-C while
+    matplotlib draws them loses the plots, not the deals; an earlier run's plots go too."""
+    import train.report as report
+
+    out = tmp_path / "out"
+    argv = ["tournament", "--bots", "greedy", "random", "--deals", "3", "--jobs", "1",
+            "--out", str(out), "--no-progress"]
+    assert cli_main(argv) == 0
+    assert {"score.png", "places.png"} <= {p.name for p in out.iterdir()}
+
+    def ctrl_c(res):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, "plots", ctrl_c)
+    capsys.readouterr()
+    assert cli_main(argv[:-5] + ["--deals", "4", "--jobs", "1", "--out", str(out),
+                                 "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert (f"interrupted while drawing the plots; the results of 4 deal(s) are written to "
+            f"{out} (results.json, results.md, results.csv), no plot") in err
+    assert json.loads((out / "results.json").read_text())["deals_done"] == 4
+    assert sorted(p.name for p in out.iterdir()) == ["results.csv", "results.json",
+                                                     "results.md"]
+
+
 def test_a_label_with_a_bar_keeps_the_markdown_tables_in_their_columns(tmp_path):
     import itertools
     import shutil

@@ -228,30 +228,39 @@ def plots(res: TournamentResult) -> dict[str, bytes]:
 
 def write_outputs(res: TournamentResult, out_dir: str | os.PathLike,
                   with_plots: bool = True) -> list[Path]:
-    """Writes results.json, results.md, results.csv and the plots; returns the paths. Report
-    files of an earlier run that this one does not write are removed."""
+    """Writes results.json, results.md and results.csv, then the plots; returns the paths.
+    Report files of an earlier run are replaced or removed: an earlier run's plots never stay
+    beside these results.
+
+    The results go first, and together (a Ctrl-C while they are written takes effect after
+    them): a Ctrl-C while the plots are drawn (a second or so) leaves the results and no plot,
+    and raises KeyboardInterrupt."""
+    from arschloch_env.cli import interrupt_deferred
+
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f"--out {str(out)!r} is a file; give a directory")
     out.mkdir(parents=True, exist_ok=True)
-    files = {
+    results = {
         "results.json": (json.dumps(res.to_dict(), indent=1) + "\n").encode(),
         "results.md": markdown_report(res).encode(),
         "results.csv": csv_text(res).encode(),
     }
+    with interrupt_deferred():
+        _remove_stale(out, [name for name in FILES if name not in results])
+        for name, data in results.items():
+            write_atomic(out / name, data)
+    written = [out / name for name in results]
     if with_plots:
-        files.update(plots(res))
-    written = []
-    for name, data in files.items():
-        write_atomic(out / name, data)
-        written.append(out / name)
-    _remove_stale(out, [name for name in FILES if name not in files])
+        for name, data in plots(res).items():
+            write_atomic(out / name, data)
+            written.append(out / name)
     return written
 
 
 def _remove_stale(out: Path, names: list[str]) -> None:
-    """Removes report files an earlier run left in ``out`` that this one did not write (its
-    plots, under --no-plots): beside the new results they would show other numbers."""
+    """Removes report files an earlier run left in ``out`` that are not results (its plots):
+    beside the new results they would show other numbers."""
     for name in names:
         if (out / name).is_file():
             (out / name).unlink()

@@ -152,7 +152,13 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
             # a stopped rerun keeps the finished report it would have replaced
             where = Path(out).resolve()
             out = str(fresh_directory(where.with_name(f"{where.name}-partial")))
-        written = write_outputs(res, out, with_plots=not args.no_plots)
+        try:
+            written = write_outputs(res, out, with_plots=not args.no_plots)
+        except KeyboardInterrupt:
+            print(f"arschloch tournament: interrupted while drawing the plots; the results of "
+                  f"{res.deals_done} {block_unit(res)}(s) are written to {out} (results.json, "
+                  f"results.md, results.csv), no plot", file=sys.stderr)
+            return EXIT_INTERRUPTED
         print(f"\nwrote {', '.join(p.name for p in written)} to {out}")
     if args.record:
         games = res.run["record_matches"]
