@@ -991,7 +991,9 @@ def test_init_from_starts_a_new_run_from_the_checkpoint(small_run, tmp_path):
     ("ppo.net_arch=[32,32]", "ppo.net_arch [32, 32] (checkpoint: [64, 64])"),
     ("vec.critic_state=true", "vec.critic_state True (checkpoint: False)"),
     # found only once the networks are built: the run directory made by then goes again
-    ("rules=tavern", "the checkpoint's layers do not fit this run's observation and actions"),
+    ("rules=tavern", "the checkpoint's actor is 413 -> 64 -> 64 -> 49, this run's 593 -> 64 -> "
+                     "64 -> 79 (inputs, ppo.net_arch, outputs): a checkpoint of another network "
+                     "or another deck"),
 ])
 def test_init_from_refuses_another_network(small_run, tmp_path, override, message):
     res = cli(*train_args(tmp_path / "run", f"init_from={small_run}", override))

@@ -1577,6 +1577,39 @@ def test_resume_from_a_damaged_checkpoint_names_it(smoke_run, tmp_path):
     assert (run / "config.yaml").read_text() == config
 
 
+@pytest.mark.parametrize("overrides, says", [
+    (["ppo.net_arch=[32,32]"], "holds a network of hidden layers [32, 32] (tanh), not this "
+                               "run's ppo.net_arch [128, 128] (tanh): another run's checkpoint; "
+                               "put this run's back, or start a new run"),
+    (["rules=tavern"], "cannot be loaded (Observation spaces do not match: a checkpoint of "
+                       "another deck or observation layout than this run's)"),
+])
+def test_resume_refuses_another_runs_sb3_checkpoint_in_one_line(smoke_run, tmp_path,
+                                                                 overrides, says):
+    """SB3 loads a checkpoint of another network as it is, and refuses one of another deck
+    with its whole observation space in the message."""
+    import shutil
+
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from train.config import load_config
+    from train.sb3_trainer import make_env, make_model
+
+    run = tmp_path / "run"
+    shutil.copytree(smoke_run, run)
+    latest = json.loads((run / "latest.json").read_text())
+    other = load_config(SMOKE, overrides)
+    envs = DummyVecEnv([make_env(other, 0, tmp_path / "league")])
+    make_model(other, envs, tmp_path / "tb").save(str(run / latest["checkpoint"]))
+    envs.close()
+    res = cli("train", "--run-dir", run, "--resume", "--no-progress", "--set",
+              f"total_steps={latest['steps'] + 2048}")
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert f"--resume: {run / latest['checkpoint']} " in res.stderr and says in res.stderr
+    assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    assert not list((run / "checkpoints").glob(f"step_*{latest['steps'] + 2048}*"))
+
+
 @pytest.mark.parametrize("edit, field", [
     (("seed: 0", "seed: 5"), "seed"),
     (("gamma: 0.99", "gamma: 0.5"), "ppo.gamma"),

@@ -174,15 +174,28 @@ def load_state(nets, optimizer, state: dict[str, Any]) -> None:
     """Actor, critic and optimizer state from a checkpoint's payload.
 
     Raises:
-        ValueError: the layer sizes differ (a network for another deck's observation).
+        ValueError: the layer sizes differ (another ``ppo.net_arch``, or a network for another
+            deck's observation), with both networks' sizes.
     """
-    try:
-        nets.actor.load_state_dict(state["actor"])
-        nets.critic.load_state_dict(state["critic"])
-    except RuntimeError as exc:
-        raise ValueError(f"the checkpoint's layers do not fit this run's observation and "
-                         f"actions (another deck?): {str(exc).splitlines()[-1].strip()}") from None
+    for name in ("actor", "critic"):
+        theirs = layer_sizes(state[name])
+        ours = [linear_layers(getattr(nets, name))[0].in_features,
+                *(l.out_features for l in linear_layers(getattr(nets, name)))]
+        if theirs != ours:
+            raise ValueError(f"the checkpoint's {name} is {' -> '.join(map(str, theirs))}, "
+                             f"this run's {' -> '.join(map(str, ours))} (inputs, "
+                             f"ppo.net_arch, outputs): a checkpoint of another network or "
+                             f"another deck")
+    nets.actor.load_state_dict(state["actor"])
+    nets.critic.load_state_dict(state["critic"])
     optimizer.load_state_dict(state["optimizer"])
+
+
+def layer_sizes(state_dict: dict[str, Any]) -> list[int]:
+    """``[inputs, hidden..., outputs]`` of a saved ``torch.nn.Sequential`` of linear layers."""
+    weights = [state_dict[k] for k in sorted(
+        (k for k in state_dict if k.endswith(".weight")), key=lambda k: int(k.split(".")[0]))]
+    return [int(weights[0].shape[1]), *(int(w.shape[0]) for w in weights)] if weights else []
 
 
 def checkpoint_mlp(path: str | Path) -> MLP:
@@ -197,5 +210,5 @@ def checkpoint_mlp(path: str | Path) -> MLP:
                data["activation"])
 
 
-__all__ = ["actor_mlp", "checkpoint_mlp", "init_checkpoint", "linear_layers",
+__all__ = ["actor_mlp", "checkpoint_mlp", "init_checkpoint", "layer_sizes", "linear_layers",
            "load_checkpoint", "load_state", "save_checkpoint", "widen_inputs"]

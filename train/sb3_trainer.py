@@ -110,6 +110,30 @@ def make_model(cfg: TrainConfig, envs, tb_dir: Path):
                        "activation_fn": activation})
 
 
+def network_difference(model, cfg: TrainConfig) -> str:
+    """How a loaded model's network differs from the one :func:`make_model` builds for
+    ``cfg`` (``""`` if it does not): SB3 loads a checkpoint of another shape as it is."""
+    kwargs = model.policy_kwargs
+    arch = kwargs.get("net_arch")
+    arch = ({k: list(v) for k, v in arch.items()} if isinstance(arch, dict)
+            else {"pi": list(arch or []), "vf": list(arch or [])})
+    activation = getattr(kwargs.get("activation_fn"), "__name__", "?").lower()
+    want = {"pi": list(cfg.ppo.net_arch), "vf": list(cfg.ppo.net_arch)}
+    if arch == want and activation == cfg.ppo.activation:
+        return ""
+    return (f"a network of hidden layers {arch.get('pi')} ({activation}), not this run's "
+            f"ppo.net_arch {list(cfg.ppo.net_arch)} ({cfg.ppo.activation})")
+
+
+def load_error_text(exc: Exception) -> str:
+    """The first line of SB3's error, cut short: a space mismatch prints whole arrays."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if "spaces do not match" in text:
+        return (f"{text.split(':')[0]}: a checkpoint of another deck or observation layout "
+                f"than this run's")
+    return text if len(text) <= 200 else text[:200] + " ..."
+
+
 def drop_metadata(checkpoint: Path) -> None:
     """Removes the metadata of a checkpoint about to be replaced in place (the best): a kill
     between writing the new weights and their metadata then leaves weights without
@@ -421,9 +445,10 @@ def check_rules_file_fits_checkpoint(saved: dict[str, Any], saved_path: Path,
         says = ", ".join(f"{k}={saved.get(k)!r}" for k in edited)
         was = ", ".join(f"{k}={trained[k]!r}" for k in edited)
         raise ConfigError(f"--resume: {saved_path} says {says}, but the run's checkpoint "
-                          f"{read_latest(run_dir)['checkpoint']} was trained with {was}; the "
-                          f"file was changed since, and the rules cannot change in a resumed "
-                          f"run: put it back as it was, or start a new run")
+                          f"{read_latest(run_dir)['checkpoint']} was trained with {was}; one "
+                          f"of them was changed since (or copied from another run), and the "
+                          f"rules cannot change in a resumed run: put it back as it was, or "
+                          f"start a new run")
 
 
 WORKER_GONE = (EOFError, BrokenPipeError, ConnectionResetError)
@@ -520,7 +545,13 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
                                      custom_objects={"tensorboard_log": str(run.tb)})
         except Exception as exc:  # noqa: BLE001 - a damaged zip raises many kinds of errors
             envs.close()
-            raise ConfigError(f"--resume: {checkpoint} cannot be loaded ({exc})") from None
+            raise ConfigError(f"--resume: {checkpoint} cannot be loaded "
+                              f"({load_error_text(exc)})") from None
+        wrong = network_difference(model, cfg)
+        if wrong:
+            envs.close()
+            raise ConfigError(f"--resume: {checkpoint} holds {wrong}: another run's "
+                              f"checkpoint; put this run's back, or start a new run")
         # load reseeds torch, numpy and the envs with the run's seed, as at step 0: the
         # resumed run would deal the same deals and draw the same opponents again
         model.set_random_seed(resumed_seed(cfg.seed, model.num_timesteps))
