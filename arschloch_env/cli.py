@@ -214,8 +214,17 @@ def progress_bar(progress: bool | None, **kwargs):
 
 
 def overrides_from_args(args: argparse.Namespace) -> dict:
-    """Every ``--set FIELD=VALUE`` as a field -> typed value mapping."""
-    return dict(parse_override(s) for s in args.overrides)
+    """Every ``--set FIELD=VALUE`` as a field -> typed value mapping; a field given twice
+    is refused (which of the two was meant?), as train's ``--set`` refuses it."""
+    fields: dict = {}
+    given: dict[str, str] = {}
+    for text in args.overrides:
+        key, value = parse_override(text)
+        if key in given:
+            raise RulesError(f"--set {key} given twice ({given[key]!r}, {text!r}); give each "
+                             f"field once")
+        given[key], fields[key] = text, value
+    return fields
 
 
 def rules_from_args(args: argparse.Namespace) -> Rules:

@@ -413,6 +413,8 @@ def test_replay_missing_file(tmp_path):
     (["rules", "culo", "--set", "preset=tavern"], ["preset", "not a field to override",
                                                    "culo-points"]),
     (["simulate", "--set", "rounds"], ["FIELD=VALUE"]),
+    (["simulate", "--set", "rounds=1", "--set", "rounds=2"],
+     ["--set rounds given twice ('rounds=1', 'rounds=2'); give each field once"]),
     (["simulate", "--set", "rounds=0"], ["rounds", "1..1000"]),
     (["simulate", "--set", "deal=some"], ["deal", "equal", "all"]),
     (["simulate", "--players", "2"], ["num_players", "2", "3 to 6"]),
@@ -828,7 +830,9 @@ def test_tournament_replaces_only_an_earlier_tournaments_report(tmp_path):
         before = {p.name: p.read_bytes() for p in out.iterdir()}
         res = cli(*args, "--out", str(out))
         assert res.returncode == 2, res.stderr[-2000:]
-        assert f"holds {names}, which are not an earlier tournament's report" in res.stderr
+        assert (f"holds {names}, which the report would replace, and no tournament's "
+                f"results.json says they are an earlier report; give another --out"
+                in res.stderr)
         assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     earlier = tmp_path / "earlier"
     for plots in ([], ["--no-plots"]):  # an earlier report is replaced, its plots removed

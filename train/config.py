@@ -11,7 +11,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from types import NoneType, UnionType
-from typing import Any, get_args, get_origin, get_type_hints
+from typing import Any, Sequence, get_args, get_origin, get_type_hints
 
 import yaml
 
@@ -303,8 +303,7 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConf
                               f"settings of the run{_shipped_hint(p)}")
         if not isinstance(data, dict):
             raise ConfigError(f"config file {str(p)!r} must hold a mapping")
-    for text in overrides:
-        apply_override(data, text)
+    apply_overrides(data, overrides)
     cfg = config_from_dict(data)
     check_settings_are_read(cfg)
     return cfg
@@ -350,8 +349,7 @@ def resume_config(data: dict[str, Any], overrides: list[str] = ()) -> TrainConfi
     # not validated: a rules file that is gone may be replaced by --set rules=
     before = _build(TrainConfig, data).to_dict()
     data = copy.deepcopy(data)
-    for text in overrides:
-        apply_override(data, text)
+    apply_overrides(data, overrides)
     try:
         cfg = config_from_dict(data)
     except ConfigError:
@@ -410,6 +408,20 @@ def changed_fields(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> li
     return out
 
 
+def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> None:
+    """Applies every ``key=value`` of ``overrides`` in turn; a key given twice is refused,
+    as a key given twice in a YAML file is (which of the two was meant?)."""
+    given: dict[str, str] = {}
+    for text in overrides:
+        key = text.split("=", 1)[0].strip() if "=" in text else None
+        if key and key in given:
+            raise ConfigError(f"--set {key} given twice ({given[key]!r}, {text!r}); give each "
+                              f"field once")
+        if key:
+            given[key] = text
+        apply_override(data, text)
+
+
 def apply_override(data: dict[str, Any], text: str) -> None:
     """Sets one dotted ``key=value`` in a config mapping. A section or mapping the mapping
     does not hold yet starts as its default: ``league.mix.greedy=0.5`` changes one share of
@@ -421,6 +433,9 @@ def apply_override(data: dict[str, Any], text: str) -> None:
         raise ConfigError(f"--set {text!r}: no key before '='; expected key=value, e.g. "
                           f"total_steps=10000")
     parts = key.strip().split(".")
+    if not all(part.strip() for part in parts):
+        raise ConfigError(f"--set {text!r}: the key {key.strip()!r} has an empty part; "
+                          f"expected dotted field names, e.g. ppo.learning_rate=0.0003")
     node: Any = data
     default: Any = TrainConfig().to_dict()
     for part in parts[:-1]:
@@ -507,6 +522,9 @@ def validate(cfg: TrainConfig) -> None:
     if cfg.init_from is not None and cfg.algo != "ppo-vec":
         raise ConfigError(f"init_from: only algo ppo-vec starts from a checkpoint, not "
                           f"{cfg.algo!r}")
+    if not cfg.eval.opponents:  # every run evaluates at its end, and picks its best by one
+        raise ConfigError("eval.opponents: empty; name at least one agent spec to evaluate "
+                          "against, e.g. [greedy, expert] (eval.best_by is one of them)")
     check_agent_specs(cfg)  # before best_by: a misspelled opponent is named as such
     repeated = sorted({o for o in cfg.eval.opponents if cfg.eval.opponents.count(o) > 1})
     if repeated:  # results are kept by name: a second entry would only replace the first

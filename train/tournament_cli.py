@@ -83,9 +83,9 @@ def _check_results_paths(out: str, with_plots: bool) -> None:
     # tournament's (its results.json says so) may be
     present = [name for name in FILES if (Path(out) / name).is_file()]
     if present and _tournament_results(Path(out) / "results.json") is None:
-        raise CliError(f"--out {out!r} holds {', '.join(present)}, which are not an earlier "
-                       f"tournament's report (no results.json of one beside them) and which "
-                       f"the report would replace; give another --out")
+        raise CliError(f"--out {out!r} holds {', '.join(present)}, which the report would "
+                       f"replace, and no tournament's results.json says they are an earlier "
+                       f"report; give another --out")
 
 
 def _tournament_results(path: Path) -> dict | None:
