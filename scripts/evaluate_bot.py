@@ -241,6 +241,8 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         check_out_dir(args.out)
     except CliError as exc:
         p.error(str(exc))
+    if not Path(args.bot).exists():
+        p.error(f"{args.bot!r} does not exist; give a bundle directory such as bots/NAME")
     if not (Path(args.bot) / "manifest.json").is_file():
         p.error(f"{args.bot!r} holds no bot bundle (no manifest.json); give a bundle directory "
                 f"such as bots/NAME")
@@ -297,6 +299,11 @@ def evaluate(args: argparse.Namespace, argv: list[str] | None) -> int:
     label = args.bot
     plan = tournaments(args, manifest["players"], main_n)
     check_fields(plan, rules)
+    untrained = [n for n in dict.fromkeys(args.players) if n not in manifest["players"]]
+    skipped = ([f"Not played at {', '.join(map(str, untrained))} players: the bot was trained "
+                f"for {manifest['players']}."] if untrained else [])
+    for line in skipped:
+        print(f"  {line}", flush=True)
     rows: dict[int, dict[str, dict]] = {}  # the bot's rows by table size and field
     ladders: dict[int, dict] = {}
     for what, n, candidate, field, deals in plan:
@@ -318,6 +325,7 @@ def evaluate(args: argparse.Namespace, argv: list[str] | None) -> int:
         *([goals(n, by_field, ladders.get(n)) for n, by_field in rows.items()] if main_n == 4
           else [f"The strength goals are for 4 players; this bot was trained for "
                 f"{manifest['players']}."]),
+        *skipped,
         f"Command: `{command}`",
     ]) + "\n"
     out.mkdir(parents=True, exist_ok=True)

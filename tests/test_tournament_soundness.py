@@ -235,7 +235,8 @@ def _evaluate_bot():
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["{tmp}/no-bot"], "holds no bot bundle"),
+    (["{tmp}/no-bot"], "'{tmp}/no-bot' does not exist; give a bundle directory"),
+    (["{tmp}"], "holds no bot bundle (no manifest.json)"),
     ([str(BUNDLE), "--jobs", "0"], "--jobs 0"),
     ([str(BUNDLE), "--seed", "-1"], "--seed -1"),
     # refused before the 4-player tournaments, not after them
@@ -243,6 +244,7 @@ def _evaluate_bot():
 ])
 def test_evaluate_bot_bad_input_is_a_usage_error(tmp_path, capsys, argv, message):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    message = message.replace("{tmp}", str(tmp_path))
     with pytest.raises(SystemExit) as exc:
         _evaluate_bot().main([*argv, "--out", str(tmp_path / "eval")])
     err = capsys.readouterr().err
@@ -431,6 +433,16 @@ def test_openskill_counts_the_rounds_it_rated_not_games():
                          players=3, rounds=3)
     assert res.games == 3 and res.rounds == 9
     assert all(o["rounds"] == 9 and "games" not in o for o in res.to_dict()["openskill"].values())
+
+
+def test_evaluate_bot_says_which_table_sizes_the_bot_was_not_trained_for(tmp_path, capsys):
+    bot = ROOT / "bots" / "ppo_culo_4p"  # 4 players only
+    assert _evaluate_bot().main([str(bot), "--out", str(tmp_path / "eval"), "--players", "3",
+                                 "5", "--deals", "2", "--greedy-deals", "0", "--mc-deals", "0",
+                                 "--ladder-deals", "0", "--jobs", "1"]) == 0
+    line = "Not played at 3, 5 players: the bot was trained for [4]."
+    assert line in capsys.readouterr().out
+    assert line in (tmp_path / "eval" / "evaluation.md").read_text()
 
 
 def test_evaluate_bot_plays_a_table_size_or_field_given_twice_once():
