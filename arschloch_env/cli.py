@@ -190,7 +190,8 @@ def add_rules_args(p: argparse.ArgumentParser, players: bool = True,
                        help=f"players at the table, 3..6 (default: {players_default})")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    dest="overrides", help="override one rules field, e.g. --set rounds=1 "
-                                          "(repeatable)")
+                                          "(repeatable; of a field given twice, the later "
+                                          "stands)")
 
 
 def add_progress_args(p: argparse.ArgumentParser) -> None:
@@ -214,17 +215,9 @@ def progress_bar(progress: bool | None, **kwargs):
 
 
 def overrides_from_args(args: argparse.Namespace) -> dict:
-    """Every ``--set FIELD=VALUE`` as a field -> typed value mapping; a field given twice
-    is refused (which of the two was meant?), as train's ``--set`` refuses it."""
-    fields: dict = {}
-    given: dict[str, str] = {}
-    for text in args.overrides:
-        key, value = parse_override(text)
-        if key in given:
-            raise RulesError(f"--set {key} given twice ({given[key]!r}, {text!r}); give each "
-                             f"field once")
-        given[key], fields[key] = text, value
-    return fields
+    """Every ``--set FIELD=VALUE`` as a field -> typed value mapping (of a field given
+    twice, the later, as train's ``--set`` takes it)."""
+    return dict(parse_override(s) for s in args.overrides)
 
 
 def rules_from_args(args: argparse.Namespace) -> Rules:
@@ -459,7 +452,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="players at the table, 3..6 (default: the preset's, 4)")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    dest="overrides", help="override one rules field, e.g. --set rounds=1 "
-                                          "(repeatable)")
+                                          "(repeatable; of a field given twice, the later "
+                                          "stands)")
     p.set_defaults(func=_cmd_rules)
 
     p = sub.add_parser("replay", help="re-play a game record through the engine and check it")

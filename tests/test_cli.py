@@ -413,8 +413,6 @@ def test_replay_missing_file(tmp_path):
     (["rules", "culo", "--set", "preset=tavern"], ["preset", "not a field to override",
                                                    "culo-points"]),
     (["simulate", "--set", "rounds"], ["FIELD=VALUE"]),
-    (["simulate", "--set", "rounds=1", "--set", "rounds=2"],
-     ["--set rounds given twice ('rounds=1', 'rounds=2'); give each field once"]),
     (["simulate", "--set", "rounds=0"], ["rounds", "1..1000"]),
     (["simulate", "--set", "deal=some"], ["deal", "equal", "all"]),
     (["simulate", "--players", "2"], ["num_players", "2", "3 to 6"]),

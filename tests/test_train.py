@@ -148,10 +148,8 @@ def test_a_key_given_twice_is_refused_in_configs_and_rules_files(tmp_path):
         load_run_config(tmp_path / "run")
     with pytest.raises(ConfigError, match="no key before '='"):
         load_config(None, ["=5"])
-    # ... and in --set itself, as in a config file: which of the two was meant?
-    with pytest.raises(ConfigError, match=r"--set total_steps given twice \('total_steps=5', "
-                                          r"'total_steps=6'\); give each field once"):
-        load_config(None, ["total_steps=5", "total_steps=6"])
+    # --set given twice: the later stands (a script's defaults, then the user's own)
+    assert load_config(None, ["total_steps=5", "total_steps=6"]).total_steps == 6
     assert load_config(None, ["league.mix={greedy: 1}", "league.mix.expert=1"]).league.mix == {
         "greedy": 1, "expert": 1}  # a section and a field of it are two keys
     with pytest.raises(ConfigError, match=r"the key '.total_steps' has an empty part"):

@@ -11,7 +11,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from types import NoneType, UnionType
-from typing import Any, Sequence, get_args, get_origin, get_type_hints
+from typing import Any, get_args, get_origin, get_type_hints
 
 import yaml
 
@@ -303,7 +303,8 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConf
                               f"settings of the run{_shipped_hint(p)}")
         if not isinstance(data, dict):
             raise ConfigError(f"config file {str(p)!r} must hold a mapping")
-    apply_overrides(data, overrides)
+    for text in overrides:
+        apply_override(data, text)
     cfg = config_from_dict(data)
     check_settings_are_read(cfg)
     return cfg
@@ -349,7 +350,8 @@ def resume_config(data: dict[str, Any], overrides: list[str] = ()) -> TrainConfi
     # not validated: a rules file that is gone may be replaced by --set rules=
     before = _build(TrainConfig, data).to_dict()
     data = copy.deepcopy(data)
-    apply_overrides(data, overrides)
+    for text in overrides:
+        apply_override(data, text)
     try:
         cfg = config_from_dict(data)
     except ConfigError:
@@ -406,20 +408,6 @@ def changed_fields(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> li
         elif x != y:
             out.append(prefix + key)
     return out
-
-
-def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> None:
-    """Applies every ``key=value`` of ``overrides`` in turn; a key given twice is refused,
-    as a key given twice in a YAML file is (which of the two was meant?)."""
-    given: dict[str, str] = {}
-    for text in overrides:
-        key = text.split("=", 1)[0].strip() if "=" in text else None
-        if key and key in given:
-            raise ConfigError(f"--set {key} given twice ({given[key]!r}, {text!r}); give each "
-                              f"field once")
-        if key:
-            given[key] = text
-        apply_override(data, text)
 
 
 def apply_override(data: dict[str, Any], text: str) -> None:
