@@ -120,6 +120,23 @@ def test_clone_replaces_only_a_policy_file(tmp_path, greedy_clone):
     assert MLP.load(earlier).layers[0][0].shape[0] == 8  # the new clone: 8 hidden units
 
 
+def test_clone_refuses_to_write_into_a_training_run(tmp_path, greedy_clone):
+    """A run's league holds policy files too: a clone written over a snapshot would be played
+    by the resumed run without a word."""
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "league").mkdir()
+    snapshot = run / "league" / "snap_000000008192.npz"
+    snapshot.write_bytes(greedy_clone[0].read_bytes())
+    for out in (snapshot, run / "clone.npz"):
+        res = cli("clone", "greedy", "--decisions", "600", "--out", out)
+        assert res.returncode == 2, res.stderr
+        assert (f"--out {str(out)!r} is inside the training run {str(run)!r}, whose files the "
+                f"run keeps; give a path outside it" in res.stderr), res.stderr
+    assert snapshot.read_bytes() == greedy_clone[0].read_bytes()
+    assert not (run / "clone.npz").exists()
+
+
 def test_fewer_decisions_than_a_minibatch_still_train():
     """Under one minibatch (2,048) of decisions the fit takes them all as one, instead of no
     step at all (an untrained network written as the clone)."""

@@ -15,7 +15,8 @@ def add_train_parser(sub) -> None:
     p.add_argument("--config", metavar="FILE",
                    help="e.g. configs/ppo_culo_4p.yaml (a resumed run has its own)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
-                   help="override a config field, dotted for sections (ppo.learning_rate=1e-4)")
+                   help="override a config field, dotted for sections (ppo.learning_rate=1e-4); "
+                        "repeatable; of a field given twice, the later stands")
     p.add_argument("--run-dir", metavar="DIR",
                    help="where the run lives (default: runs/<config name>-seed<seed>)")
     p.add_argument("--resume", action="store_true",
@@ -326,9 +327,15 @@ def add_clone_parser(sub) -> None:
 
 def check_replaces_a_policy_file(out: str) -> None:
     """``--out`` may replace an earlier policy file or an empty file, never another kind of
-    ``.npz`` (numpy's, say)."""
+    ``.npz`` (numpy's, say), and never go into a training run's folder (its league's
+    snapshots are policy files too, which a resumed run would play without a word)."""
     from agents.mlp import MLP
 
+    for folder in Path(out).resolve().parents:
+        if (folder / "latest.json").is_file() or (folder / "checkpoints").is_dir():
+            raise CliError(f"--out {out!r} is inside the training run {str(folder)!r}, whose "
+                           f"files the run keeps; give a path outside it, e.g. "
+                           f"{str(folder.parent / 'clone.npz')!r}")
     if Path(out).is_file() and Path(out).stat().st_size:
         try:
             MLP.load(out)
