@@ -1965,6 +1965,29 @@ def test_learning_curves_of_logs_that_share_steps_hold_one_point_per_step(tmp_pa
     assert plot_learning_curves(run, tmp_path / "c.png").stat().st_size > 0
 
 
+def test_learning_curves_of_a_log_resumed_in_place_drop_the_attempts_points_quietly(tmp_path,
+                                                                                  caplog):
+    """A run resumed from its checkpoint at step 200 logs into the same directory as the
+    attempt that went on to 400: TensorBoard purges that attempt's points after 200, rightly,
+    with a warning of a "TensorFlow restart" that would only alarm."""
+    import time
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    from train.curves import read_scalars
+    run = tmp_path / "run"
+    for steps, value, purge in (((100, 200, 300, 400), 0.0, None), ((300, 500), 1.0, 201)):
+        # purge_step: as the trainers' writers of a resumed run (train/ppo_vec_run.py)
+        with SummaryWriter(str(run / "tb" / "ppo_1"), purge_step=purge) as w:
+            for step in steps:
+                w.add_scalar("rollout/ep_rew_mean", value, step)
+        time.sleep(0.01)
+    with caplog.at_level("WARNING"):
+        scalars = read_scalars(run)
+    assert scalars["rollout/ep_rew_mean"] == [(100, 0.0), (200, 0.0), (300, 1.0), (500, 1.0)]
+    assert "out of order" not in caplog.text
+
+
 def test_learning_curves_of_one_rollout_show_its_point(tmp_path, monkeypatch):
     """A run of one rollout has one point of rollout/ep_rew_mean, which a line without a
     marker does not draw: the panel came out empty."""

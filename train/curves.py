@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import logging
 from pathlib import Path
 
 from train.files import write_atomic
@@ -28,7 +30,8 @@ def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
         raise FileNotFoundError(f"{run_dir}: no TensorBoard logs under tb/")
     for log in logs:
         acc = EventAccumulator(str(log), size_guidance={"scalars": 0})
-        acc.Reload()
+        with _quiet_purges():
+            acc.Reload()
         for tag in acc.Tags()["scalars"]:
             points = out.setdefault(tag, {})
             for e in acc.Scalars(tag):
@@ -38,6 +41,23 @@ def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
                     points[e.step] = (e.wall_time, e.value)
     return {tag: [(step, value) for step, (_, value) in sorted(v.items())]
             for tag, v in out.items()}
+
+
+@contextlib.contextmanager
+def _quiet_purges():
+    """Drops TensorBoard's warning that it purged "out of order" events: in a resumed run those
+    are the points an interrupted attempt logged past the checkpoint it resumed from, which
+    the run played again, so dropping them is right, and the warning (of a "TensorFlow
+    restart") only alarms. Its other warnings still show."""
+    def keep(record: logging.LogRecord) -> bool:
+        return "out of order event.step" not in record.getMessage()
+
+    logger = logging.getLogger("tensorboard")
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
 
 
 NO_MATCH_YET = "no match of the learner had finished yet"
