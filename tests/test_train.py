@@ -1427,6 +1427,12 @@ def test_resume_of_no_run_says_how_to_start_one(tmp_path):
     res = cli("train", "--resume", "--run-dir", tmp_path / "none")
     assert res.returncode == 2
     assert "start a run there with arschloch train --config FILE --run-dir" in res.stderr
+    # a folder of other files: no run to resume, and none to start there either
+    res = cli("train", "--resume", "--run-dir", ROOT / "configs")
+    assert res.returncode == 2 and "start a run there" not in res.stderr
+    assert ("is not a run directory (no config.yaml); give the --run-dir of a run (it holds "
+            "config.yaml and checkpoints/), or start a new run in a folder of its own"
+            in res.stderr), res.stderr
 
 
 def test_interrupted_message_names_the_way_on(tmp_path):

@@ -346,9 +346,12 @@ def load_run_config(run_dir: Path, overrides: list[str] = ()) -> TrainConfig:
     if not path.is_file():
         data = recorded(run_dir, "config")
         if data is None:
-            raise ConfigError(f"{run_dir} is not a run directory (no config.yaml); start a "
-                              f"run there with arschloch train --config FILE --run-dir "
-                              f"{run_dir}")
+            empty = not run_dir.is_dir() or not any(run_dir.iterdir())
+            raise ConfigError(f"{run_dir} is not a run directory (no config.yaml); "
+                              + (f"start a run there with arschloch train --config FILE "
+                                 f"--run-dir {run_dir}" if empty else
+                                 "give the --run-dir of a run (it holds config.yaml and "
+                                 "checkpoints/), or start a new run in a folder of its own"))
         print(f"{path} is missing: resuming with the config the run's last checkpoint "
               f"recorded (a resumed run writes config.yaml again)", file=sys.stderr)
     else:
