@@ -295,6 +295,12 @@ class ArschlochVecEnv(VecEnv):
     def close(self) -> None:
         self.game.close()
 
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        raise NotImplementedError(
+            "ArschlochVecEnv draws no images; to watch games, record them (record_path=..., "
+            "record_games=[...]) and read the record with `arschloch replay`, or render one "
+            "game with arschloch_env.env(render_mode='ansi')")
+
     def seed(self, seed: int | None = None) -> Sequence[int | None]:
         """The seed of the next :meth:`reset` (games and seat draws); ``None`` draws one, as
         SB3's ``VecEnv.seed`` does.

@@ -499,6 +499,15 @@ def test_vec_env_episode_returns_are_match_points(seat):
     env.close()
 
 
+def test_vec_env_says_how_to_watch_its_games_instead_of_images():
+    from arschloch_env.vector_env import ArschlochVecEnv
+    env = ArschlochVecEnv("culo", 4, num_envs=2, seed=0)
+    with pytest.raises(NotImplementedError, match="draws no images; to watch games, record "
+                                                  "them"):
+        env.get_images()
+    env.close()
+
+
 def test_vec_env_batched_opponent_and_maskable_ppo():
     from sb3_contrib import MaskablePPO
     from arschloch_env.vector_env import ArschlochVecEnv
