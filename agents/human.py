@@ -8,7 +8,8 @@ typed as cards or by number:
   is the same move, as suits never matter for play),
   ``t``/``10`` for a ten, ``j q k a`` for the pictures, case-insensitive;
 * ``pass`` (or ``p``); ``3`` or ``#3`` for move 3 of the list (a bare number that is also a
-  rank you hold, like ``8``, asks which is meant, also when that card cannot be played now);
+  rank of the deck, like ``8``, asks which is meant, also when that card cannot be played
+  now or is not in your hand);
 * in the exchange and the left-over swap the card to give, take or lay: ``7c``, ``give 7c``;
 * ``help`` shows this, ``quit`` (or Ctrl-D, Ctrl-C) leaves the game.
 
@@ -37,7 +38,7 @@ CARD_RE = re.compile(r"^(?:(10|[2-9tjqka])([cshd])?|(ten|jack|queen|king|ace))$"
 PROMPT = "your move> "
 HELP = ("Type a move as cards, e.g. '8 8' or '8h 8d' (a pair of eights), 't' or '10' for a "
         "ten, 'pass' (or 'p'), or the number of a move in the list ('#3'; a bare '3' asks "
-        "which is meant when you hold a 3). In the "
+        "which is meant where 3 is a rank of the deck). In the "
         "exchange and the left-over swap type the card to give, take or lay ('7c'). 'quit' "
         "or Ctrl-D leaves the game.")
 
@@ -195,8 +196,9 @@ def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
         pool = view["face_up"] if phase == "take" else view["hand"]
         held = [c for c in pool if c[0] == as_rank]
         if by_number is not None and by_number != rank_action:
-            if not held:  # it cannot mean a card the player does not have
-                return by_number, None
+            if not held:  # "5" without a 5 in hand: a misread hand as likely as a move number
+                raise MoveError(f"you hold no {show_rank(as_rank)}: type '#{i}' for move {i} "
+                                f"({view['legal'][i - 1]['move']})")
             what = (f"a single {show_rank(as_rank)}" if phase == "play"
                     else f"{phase} the {show_rank(as_rank)}")
             # the card reading is offered only when it is a legal move
@@ -321,6 +323,16 @@ def _echoed_input(prompt: str) -> str:
     return text
 
 
+def _line_editing() -> None:
+    """Arrow keys and history for :func:`input` at a terminal: without readline an arrow key
+    types escape codes into the move, and Ctrl-D in the middle of a line sends what was typed
+    so far (a half-typed "pa" would pass)."""
+    try:
+        import readline  # noqa: F401 - loading it is what gives input() line editing
+    except ImportError:  # Windows, or a Python built without it: plain input()
+        pass
+
+
 class HumanAgent:
     """The agent protocol on a terminal: shows the seat's view and reads a move.
 
@@ -340,7 +352,10 @@ class HumanAgent:
                  output: Callable[[str], Any] = print, hint: Any = None,
                  hint_label: str = "hint", labels: list[str] | None = None):
         if input_fn is None:
-            input_fn = input if sys.stdin is not None and sys.stdin.isatty() else _echoed_input
+            terminal = sys.stdin is not None and sys.stdin.isatty()
+            if terminal:
+                _line_editing()
+            input_fn = input if terminal else _echoed_input
         self.input_fn = input_fn
         self.output = output
         self.hint = hint

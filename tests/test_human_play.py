@@ -200,15 +200,19 @@ def test_the_list_shows_the_card_where_a_bare_rank_would_be_a_move_number():
         assert line in shown, shown
 
 
-def test_a_number_that_is_a_rank_the_player_lacks_is_the_move_of_that_number():
-    """In a 52-card deck 2..10 are ranks too: a bare number names a card only where the
-    player holds that rank, else it is the move listed under it."""
+def test_a_number_that_is_a_rank_the_player_lacks_asks_for_the_move_number():
+    """In a 52-card deck 2..10 are ranks too: a bare "5" without a 5 in hand may be a misread
+    hand as well as move 5, so it is asked, never played as the move listed under it."""
     from arschloch_env.rules import make_rules
     g = Game(make_rules("tavern", 4), seed=0, auto_pass=True)
     view = public_view(g, g.current)
     held = {c[0] for c in view["hand"]}
     k = next(k for k in range(2, 10) if str(k) not in held and k <= len(view["legal"]))
-    assert parse_move(str(k), view) == (view["legal"][k - 1]["id"], None)
+    with pytest.raises(MoveError) as exc:
+        parse_move(str(k), view)
+    assert str(exc.value) == (f"you hold no {k}: type '#{k}' for move {k} "
+                              f"({view['legal'][k - 1]['move']})")
+    assert parse_move(f"#{k}", view) == (view["legal"][k - 1]["id"], None)
 
 
 @pytest.mark.parametrize("seat", ["4", "-1"])
