@@ -511,7 +511,8 @@ def follow_hands(hands: dict[str, list[str]], event: dict) -> None:
 
 
 def narrate(event: dict, human: int, labels: list[str],
-            hands: dict[str, list[str]] | None = None, winner: str = "points") -> str | None:
+            hands: dict[str, list[str]] | None = None, winner: str = "points",
+            last_move: dict | None = None) -> str | None:
     """One record event as the human at ``human`` may see it (hidden cards stay hidden).
 
     Args:
@@ -519,6 +520,8 @@ def narrate(event: dict, human: int, labels: list[str],
             to show the hand an only-top-rank exit reveals (the rules make it public).
         winner: the rules field: under ``"president"`` the totals shown are said not to
             decide the winner.
+        last_move: the ``play`` or ``pass`` event before ``event``: a trick that ends on a
+            play ended by the top-card rule, which is then said (it is not always an ace).
     """
     kind = event["event"]
 
@@ -549,6 +552,9 @@ def narrate(event: dict, human: int, labels: list[str],
         return f"  {who()} {verb('player', 'pass', 'passes')}"
     if kind == "trick_end":
         line = f"  -- trick to {who('winner')}"
+        if last_move is not None and last_move["event"] == "play":
+            rank = play_words(last_move["cards"][0][0], 1).removeprefix("single ")
+            line += f" (the {rank} is the highest rank still in play: no one can beat it)"
         winner = _seat(event["winner"])
         if hands is None or hands.get(event["winner"]):
             return line
@@ -603,12 +609,15 @@ def play_terminal(rules, bots: list[Any], labels: list[str], seat: int, seed: in
     reset_agents(agents, game.rules.to_dict(), seed)
     shown = 0
     hands: dict[str, list[str]] = {}
+    last_move = None
     while True:
         for event in game.events[shown:]:
-            line = narrate(event, seat, labels, hands, game.rules.winner)
+            line = narrate(event, seat, labels, hands, game.rules.winner, last_move)
             if line is not None:
                 output(wrapped(line))
             follow_hands(hands, event)
+            if event["event"] in ("play", "pass"):
+                last_move = event
         shown = len(game.events)
         if game.is_over:
             return game

@@ -251,6 +251,19 @@ def test_narration_hides_other_players_cards():
                     "leader": "player_0"}, 0, labels).endswith("you lead the first trick")
 
 
+def test_a_trick_ended_by_the_top_card_rule_says_so():
+    """A trick that ends on a play (not on the last pass) ended by the top-card rule, which
+    is not always an ace: once the aces are gone, a king ends it."""
+    labels = ["human", "bot", "bot", "bot"]
+    end = {"event": "trick_end", "winner": "player_1"}
+    king = {"event": "play", "player": "player_1", "cards": ["KS"]}
+    assert narrate(end, 0, labels, last_move=king) == (
+        "  -- trick to player_1 (bot) (the king is the highest rank still in play: no one "
+        "can beat it)")
+    passed = {"event": "pass", "player": "player_3"}
+    assert narrate(end, 0, labels, last_move=passed) == "  -- trick to player_1 (bot)"
+
+
 def test_a_play_is_named_in_the_narration_as_in_the_list_of_moves():
     game, _ = _lead_view()
     labels = ["human", "bot", "bot", "bot"]
