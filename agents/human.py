@@ -535,8 +535,10 @@ def narrate(event: dict, human: int, labels: list[str],
         return mine if is_me(key) else theirs
 
     if kind == "round":
+        left = len(event.get("leftover", []))  # unequal deals set cards aside: say how many
         return (f"\n-- round {event['round']}: {who('leader')} "
-                f"{verb('leader', 'lead', 'leads')} the first trick")
+                f"{verb('leader', 'lead', 'leads')} the first trick"
+                + (f" ({left} card(s) left over, not dealt)" if left else ""))
     if kind == "leftover_swap":
         lay = f" ({event['lay']})" if is_me("player") else ""
         return (f"  {who()} {verb('player', 'take', 'takes')} {event['take']} and "

@@ -249,6 +249,10 @@ def test_narration_hides_other_players_cards():
     assert "7D" not in narrate(swap, 0, labels) and "takes AS" in narrate(swap, 0, labels)
     assert narrate({"event": "round", "round": 1, "hands": {}, "leftover": [],
                     "leader": "player_0"}, 0, labels).endswith("you lead the first trick")
+    # the left-over cards are counted, never named
+    line = narrate({"event": "round", "round": 1, "hands": {}, "leftover": ["7C", "AS"],
+                    "leader": "player_1"}, 0, labels)
+    assert line.endswith("leads the first trick (2 card(s) left over, not dealt)"), line
 
 
 def test_a_trick_ended_by_the_top_card_rule_says_so():
