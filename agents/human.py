@@ -423,7 +423,7 @@ class HumanAgent:
         for s in range(n):
             flags = []
             if view["places"][s] is not None:
-                flags.append(f"out: place {view['places'][s]}")
+                flags.append(f"place {view['places'][s]}")  # with 'on the table', in 80 columns
             if view["passed"][s]:
                 flags.append("passed")
             if view["table"] is not None and view["table"]["seat"] == s:
