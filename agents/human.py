@@ -109,6 +109,25 @@ def _move_cards(view: dict, action: int) -> list[str]:
     return [words[1]]  # "give 7C", "take AS", "lay 8D face down"
 
 
+def _only_top_warning(view: dict, action: int) -> str:
+    """A note on a play that would leave only top-rank cards under ``no_finish_on_top``:
+    such a hand is shown and takes the lowest place left at once, which a player new to the
+    rule does not see coming."""
+    order = _ranks(view)
+    R = len(order)
+    if not view["rules"]["no_finish_on_top"] or not 1 <= action < 1 + 4 * R:
+        return ""
+    rank, count = order[(action - 1) // 4], (action - 1) % 4 + 1
+    left = [c[0] for c in view["hand"]]
+    for _ in range(count):
+        left.remove(rank)
+    top = order[-1]
+    if left and set(left) == {top}:
+        tops = play_words(top, 2).removeprefix("pair of ")
+        return f"   (leaves only {tops}: the lowest place left)"
+    return ""
+
+
 def _table_words(view: dict) -> str:
     cards = view["table"]["cards"]
     return play_words(cards[0][0], len(cards))
@@ -454,7 +473,8 @@ class HumanAgent:
         width = max(len(x["move"]) for x in view["legal"])
         for i, x in enumerate(view["legal"], 1):
             typed = " ".join(_move_cards(view, x["id"])).lower()
-            lines.append(f"   {i:2}) {x['move']:{width}}   type: {typed}")
+            lines.append(f"   {i:2}) {x['move']:{width}}   type: {typed}"
+                         + _only_top_warning(view, x["id"]))
         if self.hint is not None and observation is not None:
             try:
                 a = int(self.hint.act(observation, view))

@@ -268,6 +268,23 @@ def test_a_trick_ended_by_the_top_card_rule_says_so():
     assert narrate(end, 0, labels, last_move=passed) == "  -- trick to player_1 (bot)"
 
 
+def test_a_play_that_leaves_only_top_rank_cards_is_marked_in_the_list():
+    """Under no_finish_on_top, a hand of only top-rank cards takes the lowest place left at
+    once: the list of moves says which plays would leave one."""
+    from agents.human import _only_top_warning
+    order = ["7", "8", "9", "T", "J", "Q", "K", "A"]
+    view = {"rules": {"rank_order": order, "no_finish_on_top": True},
+            "hand": ["KC", "KS", "AS", "AH"]}
+    single_king, pair_of_kings, single_ace = 1 + 4 * 6, 1 + 4 * 6 + 1, 1 + 4 * 7
+    assert (_only_top_warning(view, pair_of_kings)
+            == "   (leaves only aces: the lowest place left)")
+    assert _only_top_warning(view, single_king) == ""  # a king is left
+    assert _only_top_warning(view, single_ace) == ""
+    assert _only_top_warning(view, 0) == ""  # pass
+    view["rules"]["no_finish_on_top"] = False
+    assert _only_top_warning(view, pair_of_kings) == ""
+
+
 def test_a_play_is_named_in_the_narration_as_in_the_list_of_moves():
     game, _ = _lead_view()
     labels = ["human", "bot", "bot", "bot"]
