@@ -126,6 +126,7 @@ def test_clone_refuses_to_write_into_a_training_run(tmp_path, greedy_clone):
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     (run / "league").mkdir()
+    (run / "config.yaml").write_text("algo: ppo-vec\n")  # a run before its first checkpoint
     snapshot = run / "league" / "snap_000000008192.npz"
     snapshot.write_bytes(greedy_clone[0].read_bytes())
     for out in (snapshot, run / "clone.npz"):

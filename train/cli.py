@@ -332,7 +332,8 @@ def check_replaces_a_policy_file(out: str) -> None:
     from agents.mlp import MLP
 
     for folder in Path(out).resolve().parents:
-        if (folder / "latest.json").is_file() or (folder / "checkpoints").is_dir():
+        if (folder / "latest.json").is_file() or (
+                (folder / "config.yaml").is_file() and (folder / "checkpoints").is_dir()):
             raise CliError(f"--out {out!r} is inside the training run {str(folder)!r}, whose "
                            f"files the run keeps; give a path outside it, e.g. "
                            f"{str(folder.parent / 'clone.npz')!r}")
