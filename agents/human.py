@@ -124,7 +124,7 @@ def _only_top_warning(view: dict, action: int) -> str:
     top = order[-1]
     if left and set(left) == {top}:
         tops = play_words(top, 2).removeprefix("pair of ")
-        return f"   (leaves only {tops}: the lowest place left)"
+        return f"(leaves only {tops}: the lowest place left)"
     return ""
 
 
@@ -473,8 +473,10 @@ class HumanAgent:
         width = max(len(x["move"]) for x in view["legal"])
         for i, x in enumerate(view["legal"], 1):
             typed = " ".join(_move_cards(view, x["id"])).lower()
-            lines.append(f"   {i:2}) {x['move']:{width}}   type: {typed}"
-                         + _only_top_warning(view, x["id"]))
+            lines.append(f"   {i:2}) {x['move']:{width}}   type: {typed}")
+            warning = _only_top_warning(view, x["id"])
+            if warning:  # a line of its own: "type:" ends its line, for eyes and scripts
+                lines.append(f"       {warning}")
         if self.hint is not None and observation is not None:
             try:
                 a = int(self.hint.act(observation, view))

@@ -277,7 +277,7 @@ def test_a_play_that_leaves_only_top_rank_cards_is_marked_in_the_list():
             "hand": ["KC", "KS", "AS", "AH"]}
     single_king, pair_of_kings, single_ace = 1 + 4 * 6, 1 + 4 * 6 + 1, 1 + 4 * 7
     assert (_only_top_warning(view, pair_of_kings)
-            == "   (leaves only aces: the lowest place left)")
+            == "(leaves only aces: the lowest place left)")
     assert _only_top_warning(view, single_king) == ""  # a king is left
     assert _only_top_warning(view, single_ace) == ""
     assert _only_top_warning(view, 0) == ""  # pass
