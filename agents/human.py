@@ -240,6 +240,8 @@ def parse_move(text: str, view: dict) -> tuple[int, list[str] | None]:
         return 0, None
     alone = next((t for t in tokens if t in ("pass", "p", "help", "quit", "exit")), None)
     if alone is not None:
+        if phase != "play" and alone in ("pass", "p"):  # there is no passing here at all
+            raise MoveError(_phase_hint(view))
         raise MoveError(f"'{alone}' goes on a line of its own; a move is 'pass' or cards of "
                         f"one rank, not both")
     parsed = []

@@ -94,7 +94,7 @@ def test_bad_moves_are_explained(text, message):
 
 
 @pytest.mark.parametrize("phase", ["take", "lay", "give"])
-@pytest.mark.parametrize("text", ["", "   ", "give", "xyz"])
+@pytest.mark.parametrize("text", ["", "   ", "give", "xyz", "pass 8", "8 p"])
 def test_bad_input_in_the_swap_and_exchange_says_what_this_phase_takes(phase, text):
     """An empty or not-understood line while a card is to be taken, laid or given is answered
     with that phase's moves, never with '8 8' or 'pass', which are refused there."""
