@@ -467,8 +467,11 @@ class HumanAgent:
         if view["face_up"]:
             lines.append(f"  face-up left-over cards: {' '.join(view['face_up'])}")
         if view["received"] or view["given"]:
-            lines.append(f"  this round you received: {' '.join(view['received']) or '-'}; "
-                         f"gave: {' '.join(view['given']) or '-'}")
+            # the view's lists hold the left-over swap's cards too: say so where it is played
+            got, gave = (("received or took", "gave or laid down")
+                         if view["rules"]["leftover_swap"] else ("received", "gave"))
+            lines.append(f"  this round you {got}: {' '.join(view['received']) or '-'}; "
+                         f"{gave}: {' '.join(view['given']) or '-'}")
         lines.append(f"  your hand: {' '.join(view['hand'])}")
         lines.append("  " + _phase_hint(view, labels) if view["phase"] != "play" else
                      "  legal moves:")

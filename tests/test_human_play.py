@@ -114,6 +114,19 @@ def test_bad_input_in_the_swap_and_exchange_says_what_this_phase_takes(phase, te
             "give": "giving cards back"}[phase] in message
 
 
+@pytest.mark.parametrize("preset, players, words", [
+    ("culo", 3, "this round you received or took: "),  # the left-over swap's cards too
+    ("tavern", 4, "this round you received: "),
+])
+def test_the_cards_given_and_received_are_named_as_the_rules_move_them(preset, players, words):
+    from arschloch_env.rules import make_rules
+
+    game = Game(make_rules(preset, players), seed=1, auto_pass=True)
+    while public_view(game, game.current)["phase"] != "give":  # round 2's exchange
+        game.step(game.legal_actions()[0])
+    assert words in HumanAgent().describe(public_view(game, game.current))
+
+
 @pytest.mark.parametrize("phase", ["take", "lay", "give"])
 def test_two_cards_where_one_is_chosen_at_a_time_say_so(phase):
     """Two cards of different ranks in the swap or the exchange: the answer is that one card
