@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import re
 import signal
 import sys
@@ -29,7 +30,7 @@ import unicodedata
 from typing import Any, Callable
 
 from agents.base import QuitGame
-from arschloch_env.actions import play_words
+from arschloch_env.actions import ActionCodec, play_words
 
 RANK_ALIASES = {"10": "T", "t": "T", "j": "J", "q": "Q", "k": "K", "a": "A",
                 "ten": "T", "jack": "J", "queen": "Q", "king": "K", "ace": "A"}
@@ -114,13 +115,12 @@ def _only_top_warning(view: dict, action: int) -> str:
     such a hand is shown and takes the lowest place left at once, which a player new to the
     rule does not see coming."""
     order = _ranks(view)
-    R = len(order)
-    if not view["rules"]["no_finish_on_top"] or not 1 <= action < 1 + 4 * R:
+    move = ActionCodec(order).decode(action)
+    if not view["rules"]["no_finish_on_top"] or move.kind != "play":
         return ""
-    rank, count = order[(action - 1) // 4], (action - 1) % 4 + 1
     left = [c[0] for c in view["hand"]]
-    for _ in range(count):
-        left.remove(rank)
+    for _ in range(move.count):
+        left.remove(order[move.rank])
     top = order[-1]
     if left and set(left) == {top}:
         tops = play_words(top, 2).removeprefix("pair of ")
@@ -349,7 +349,7 @@ def _line_editing() -> None:
     types escape codes into the move, and Ctrl-D in the middle of a line sends what was typed
     so far (a half-typed "pa" would pass)."""
     try:
-        import readline  # noqa: F401 - loading it is what gives input() line editing
+        importlib.import_module("readline")  # loading it is what gives input() line editing
     except ImportError:  # Windows, or a Python built without it: plain input()
         pass
 

@@ -95,33 +95,36 @@ def lr_schedule(cfg: TrainConfig):
 
 
 def make_model(cfg: TrainConfig, envs, tb_dir: Path):
-    import torch
     from sb3_contrib import MaskablePPO
 
     p = cfg.ppo
-    activation = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[p.activation]
     return MaskablePPO(
         "MlpPolicy", envs, learning_rate=lr_schedule(cfg), n_steps=p.n_steps,
         batch_size=p.batch_size, n_epochs=p.n_epochs, gamma=p.gamma, gae_lambda=p.gae_lambda,
         clip_range=p.clip_range, ent_coef=p.ent_coef, vf_coef=p.vf_coef,
         max_grad_norm=p.max_grad_norm, seed=cfg.seed, device=cfg.device,
         tensorboard_log=str(tb_dir), verbose=0,
-        policy_kwargs={"net_arch": {"pi": list(p.net_arch), "vf": list(p.net_arch)},
-                       "activation_fn": activation})
+        policy_kwargs=policy_kwargs(cfg))
+
+
+def policy_kwargs(cfg: TrainConfig) -> dict[str, Any]:
+    """SB3's ``policy_kwargs`` of the config's network (saved in every checkpoint)."""
+    import torch
+    arch = list(cfg.ppo.net_arch)
+    return {"net_arch": {"pi": arch, "vf": list(arch)},
+            "activation_fn": {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[cfg.ppo.activation]}
 
 
 def network_difference(model, cfg: TrainConfig) -> str:
     """How a loaded model's network differs from the one :func:`make_model` builds for
     ``cfg`` (``""`` if it does not): SB3 loads a checkpoint of another shape as it is."""
-    kwargs = model.policy_kwargs
-    arch = kwargs.get("net_arch")
-    arch = ({k: list(v) for k, v in arch.items()} if isinstance(arch, dict)
-            else {"pi": list(arch or []), "vf": list(arch or [])})
-    activation = getattr(kwargs.get("activation_fn"), "__name__", "?").lower()
-    want = {"pi": list(cfg.ppo.net_arch), "vf": list(cfg.ppo.net_arch)}
-    if arch == want and activation == cfg.ppo.activation:
+    found = {k: model.policy_kwargs.get(k) for k in ("net_arch", "activation_fn")}
+    if found == policy_kwargs(cfg):
         return ""
-    return (f"a network of hidden layers {arch.get('pi')} ({activation}), not this run's "
+    arch = found["net_arch"]
+    hidden = arch.get("pi") if isinstance(arch, dict) else arch
+    activation = getattr(found["activation_fn"], "__name__", "?").lower()
+    return (f"a network of hidden layers {hidden} ({activation}), not this run's "
             f"ppo.net_arch {list(cfg.ppo.net_arch)} ({cfg.ppo.activation})")
 
 
