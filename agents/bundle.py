@@ -188,13 +188,15 @@ def play_difference(trained: dict[str, Any], rules: dict[str, Any]) -> str | Non
 def check_rules(manifest: dict[str, Any], rules: Any, where: str = "bundle") -> None:
     """Raises BundleError unless the bundle was made for these rules (a dict, or a
     :class:`~arschloch_env.rules.Rules`) and this table size."""
-    from arschloch_env.rules import Rules
+    from arschloch_env.rules import Rules, RulesError, make_rules
 
-    if isinstance(rules, Rules):
-        rules = rules.to_dict()
-    if not isinstance(rules, dict):
+    if not isinstance(rules, (Rules, dict)):
         raise BundleError(f"{where}: rules must be the rules dict (e.g. view['rules']) or a "
                           f"Rules object, got {type(rules).__name__}")
+    try:  # a dict is read as the env reads it: checked, and lists where JSON has them
+        rules = make_rules(rules).to_dict()
+    except RulesError as exc:
+        raise BundleError(f"{where}: {exc}") from None
     trained = manifest["rules"]
     # what counts is how the rounds play, not the preset's name: culo-points, culo's play
     # with a points target, is as much the culo bot's as culo with target_points set
@@ -207,6 +209,21 @@ def check_rules(manifest: dict[str, Any], rules: Any, where: str = "bundle") -> 
     if rules.get("num_players") not in manifest.get("players", []):
         raise BundleError(f"{where}: trained for {manifest.get('players')} players, not "
                           f"{rules.get('num_players')}")
+
+
+def totals_scale(manifest: dict[str, Any], rules: dict[str, Any]) -> float:
+    """What a bundle's :meth:`BundleAgent.act` multiplies the observation's match totals
+    (``seat_total``) by under ``rules``: 1 where a seat's total stays within what it could
+    reach in the matches the bundle trained on (its rules', or its presets', at this table
+    size), else that most over the most these rules allow. A policy trained on five rounds
+    never saw the totals of round 40, and plays worse on them; scaled, they read as the
+    same share of the match, as ``match_progress`` does."""
+    from arschloch_env.rules import make_rules
+
+    n = rules["num_players"]
+    trained = max(make_rules(source, num_players=n).max_total
+                  for source in [manifest["rules"], *manifest.get("presets", [])])
+    return min(1.0, trained / make_rules(rules).max_total)
 
 
 class BundleAgent:
@@ -238,6 +255,9 @@ class BundleAgent:
                               f"({exc})") from None
         self.check_graph_shapes()
         self._rules_checked: dict[str, Any] | None = None
+        self._totals_scale = 1.0
+        slices = Layout(len(self.manifest["rules"]["rank_order"])).slices
+        self._totals_slice, self._present_slice = slices["seat_total"], slices["seat_present"]
 
     def check_graph_shapes(self) -> None:
         """Raises BundleError unless the ONNX graph takes the manifest's observation size and
@@ -276,8 +296,25 @@ class BundleAgent:
         return True
 
     def reset(self, rules: Any, seat: int, seed: int | None = None) -> None:
+        from arschloch_env.rules import is_integer
+
         check_rules(self.manifest, rules, where=f"bundle {str(self.path)!r}")
         self._rules_checked = rules.to_dict() if hasattr(rules, "to_dict") else rules
+        n = self._rules_checked["num_players"]
+        if not (is_integer(seat) and 0 <= seat < n):
+            raise BundleError(f"bundle {str(self.path)!r}: seat {seat!r}; allowed: an integer "
+                              f"0..{n - 1} at a table of {n}")
+        self._totals_scale = totals_scale(self.manifest, self._rules_checked)
+
+    def _fit_totals(self, observation: Any) -> Any:
+        """The observation with its match totals scaled down to the match length the bundle
+        trained for (see :func:`totals_scale`); as it is where the match is no longer."""
+        if self._totals_scale == 1.0:
+            return observation
+        x = np.array(observation, dtype=np.float32)  # a copy: the caller's stays as it was
+        if x.shape == (self.observation_size,):  # anything else: policy() names the mistake
+            x[self._totals_slice] *= self._totals_scale
+        return x
 
     def _check_view_rules(self, view: Any) -> None:
         """A caller that never calls reset (the protocol lets it) but passes the view still
@@ -291,9 +328,9 @@ class BundleAgent:
 
         Raises:
             BundleError: observations or masks of another deck than the bundle's (their sizes
-                differ): a bundle is made for one rank order; not one mask per observation;
-                a mask that is not 0/1 or has no legal action; or a NaN or infinite
-                observation value.
+                differ): a bundle is made for one rank order; of a table size it was not
+                trained for; not one mask per observation; a mask that is not 0/1 or has no
+                legal action; or a NaN or infinite observation value.
         """
         x, m = numeric_inputs(str(self.path), observations, masks)
         width = x.shape[-1] if x.ndim else 0
@@ -314,6 +351,7 @@ class BundleAgent:
             raise BundleError(f"bundle {str(self.path)!r}: observation row(s) "
                               f"{np.flatnonzero(~np.isfinite(x).all(axis=1))[:5].tolist()} "
                               f"hold NaN or infinite values; an observation is finite")
+        self.check_table_sizes(x)
         legal = legal_masks(str(self.path), m.reshape(-1, actions))
         action, logits = self.session.run(["action", "logits"], {
             "observation": x, "action_mask": legal})
@@ -326,6 +364,19 @@ class BundleAgent:
                               f"observation row(s) {rows[:5].tolist()} (their values reach "
                               f"{np.abs(x[rows]).max():.3g}, far beyond any observation's)")
         return action, logits
+
+    def check_table_sizes(self, x: np.ndarray) -> None:
+        """Raises BundleError for a row observed at a table size the bundle was not trained
+        for (its ``seat_present`` slice counts the seats): a caller that never calls
+        :meth:`reset` would otherwise get moves for a table the policy never saw."""
+        seats = x[:, self._present_slice].sum(axis=1)
+        wrong = ~np.isin(seats, self.manifest["players"])
+        if wrong.any():
+            rows = np.flatnonzero(wrong)
+            raise BundleError(f"bundle {str(self.path)!r}: observation row(s) "
+                              f"{rows[:5].tolist()} are of a table of "
+                              f"{seats[rows[0]]:g} seats; it was trained for "
+                              f"{self.manifest['players']} players")
 
     def act(self, observation: dict, view: dict | None) -> int:
         expected = {"observation", "action_mask"}
@@ -344,7 +395,8 @@ class BundleAgent:
                               f"vector, got shape {list(shape)}; for a batch of them call "
                               f"policy(observations, masks)")
         self._check_view_rules(view)
-        action, _ = self.policy(observation["observation"], observation["action_mask"])
+        action, _ = self.policy(self._fit_totals(observation["observation"]),
+                                observation["action_mask"])
         return int(action[0])
 
 

@@ -209,6 +209,15 @@ class Rules:
     def max_hand_size(self) -> int:
         return math.ceil(self.deck_size / self.num_players)
 
+    @cached_property
+    def max_total(self) -> int:
+        """The most match points a seat can hold (a round's winner scores ``num_players - 1``):
+        all rounds won, or one point short of ``target_points`` and then a round won."""
+        per_round = self.num_players - 1
+        if self.rounds is not None:
+            return self.rounds * per_round
+        return self.target_points - 1 + per_round
+
     def titles_for(self) -> tuple[str, ...]:
         """Titles by place (index 0 = 1st place) at this table size."""
         n = self.num_players

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from arschloch_env.observation import Layout
 from train.tournament import run_tournament
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -463,6 +464,81 @@ def test_a_graph_made_for_any_width_loads(tmp_path):
     (bundle / "manifest.json").write_text(json.dumps(manifest))
     agent = load_bundle(bundle)
     obs = np.zeros((1, 413), np.float32)
+    obs[0, Layout(8).slices["seat_present"]][:4] = 1  # a table of 4
     mask = np.zeros((1, 49), np.int8)
     mask[0, 3] = 1
     assert agent.policy(obs, mask)[0].tolist() == [3]
+
+
+def test_bundle_refuses_a_table_size_it_was_not_trained_for_without_reset():
+    """The observation counts the seats at the table: act and policy refuse one of a table
+    size the bundle never saw, where reset (optional in the protocol) was never called."""
+    import arschloch_env
+    from agents.bundle import BundleError, load_bundle
+
+    env = arschloch_env.env(rules="culo", num_players=3)
+    env.reset(seed=0)
+    o = env.observe(env.agent_selection)
+    bot = load_bundle(ROOT / "bots" / "ppo_culo_4p")
+    with pytest.raises(BundleError, match=r"row\(s\) \[0\] are of a table of 3 seats; it was "
+                                          r"trained for \[4\] players"):
+        bot.act(o, None)
+    assert o["action_mask"][load_bundle(ROOT / "bots" / "ppo_vec_culo_expert").act(o, None)]
+
+
+def test_bundle_reset_reads_the_rules_as_the_env_does():
+    """A rules dict is checked and normalised before it is compared: a rank order given as a
+    tuple is the same rules, a preset name with the table size is all of the preset's, and a
+    wrong field or seat is named."""
+    from agents.bundle import BundleError, load_bundle
+    from arschloch_env.rules import make_rules
+
+    bot = load_bundle(ROOT / "bots" / "ppo_vec_culo_expert")
+    rules = make_rules("culo", num_players=4).to_dict()
+    bot.reset({**rules, "rank_order": tuple(rules["rank_order"])}, 0)
+    bot.reset({"preset": "culo", "num_players": 4}, 3)
+    with pytest.raises(BundleError, match="rounds: 'many' is not allowed"):
+        bot.reset({**rules, "rounds": "many"}, 0)
+    with pytest.raises(BundleError, match="unknown rules field"):
+        bot.reset({**rules, "bogus": 1}, 0)
+    with pytest.raises(BundleError, match=r"seat 4; allowed: an integer 0..3 at a table of 4"):
+        bot.reset(rules, 4)
+
+
+def test_bundle_scales_the_totals_of_matches_longer_than_it_trained_for():
+    """A policy trained on five-round matches never saw the totals of round 40, and played
+    clearly worse on them (in 60-round matches against 3x expert the tavern bot dropped from
+    2.24 to 1.79 rank points per round): act scales the totals to the share of the match
+    they are, and leaves them as they are in matches of the trained length."""
+    from agents.bundle import load_bundle, totals_scale
+    from arschloch_env.engine import Game
+    from arschloch_env.observation import Encoder
+    from arschloch_env.rules import make_rules
+
+    bot = load_bundle(ROOT / "bots" / "ppo_vec_tavern_multi")
+    for n in (3, 6):
+        assert totals_scale(bot.manifest, make_rules("tavern", num_players=n).to_dict()) == 1
+        long = make_rules("tavern", num_players=n, rounds=60).to_dict()
+        assert totals_scale(bot.manifest, long) == pytest.approx(5 / 60)
+    # culo_expert's own rules are single rounds (its second stage); its preset's five
+    # rounds are what its first stage trained on
+    culo = load_bundle(ROOT / "bots" / "ppo_vec_culo_expert")
+    assert totals_scale(culo.manifest, make_rules("culo", num_players=4).to_dict()) == 1
+    assert totals_scale(culo.manifest, make_rules("culo-points", num_players=4).to_dict()) == \
+        pytest.approx(15 / 17)
+
+    rules = make_rules("tavern", num_players=4, rounds=60)
+    game, rng = Game(rules, seed=3, auto_pass=True), np.random.default_rng(3)
+    while game.round < 40 or len(game.legal_actions()) < 2:
+        game.step(int(rng.choice(game.legal_actions())))
+    assert max(game.totals) > 15  # beyond any five-round match's
+    seat = game.current
+    o = Encoder(game.R).observation(game, seat)
+    st = Layout(game.R).slices["seat_total"]
+    scaled = o["observation"].copy()
+    scaled[st] *= np.float32(5 / 60)
+    bot.reset(rules.to_dict(), seat)
+    assert bot.act(o, None) == bot.policy(scaled, o["action_mask"])[0][0]
+    assert o["observation"][st].max() > 1  # the caller's observation is left as it was
+    bot.reset(make_rules("tavern", num_players=4).to_dict(), seat)
+    assert bot.act(o, None) == bot.policy(o["observation"], o["action_mask"])[0][0]
