@@ -570,6 +570,42 @@ def test_onnx_bundle_matches_torch_policy(bundle):
     bad_obs[1, 0], bad_obs[2, 4] = np.nan, np.inf
     bad_actions, _ = program(torch.as_tensor(bad_obs), torch.as_tensor(bad_masks))
     assert bad_actions.tolist() == [NO_ACTION] * 3
+    # a mask of other values than 0/1 (outside the contract) is read alike by both: non-zero
+    # is legal
+    odd = masks[:200].astype(np.int8) * np.int8(-1)
+    graph_actions, _ = agent.session.run(["action", "logits"], {
+        "observation": obs[:200], "action_mask": odd})
+    torch_actions, _ = program(torch.as_tensor(obs[:200]), torch.as_tensor(odd))
+    assert (torch_actions.numpy() == graph_actions).all()
+    assert (graph_actions == actions[:200]).all()
+
+
+def test_policy_graphs_answer_no_action_where_the_logits_overflow():
+    """Finite observations far beyond any real one overflow a relu network's logits to inf
+    and NaN, where ArgMax names any action, legal or not: both policy graphs answer
+    NO_ACTION there, as for a NaN observation."""
+    import onnxruntime as ort
+    import torch
+
+    from train.export import mlp_to_onnx, torch_policy
+
+    rng = np.random.default_rng(0)
+    mlp = MLP([(rng.normal(size=(16, 8)), rng.normal(size=16)),
+               (rng.normal(size=(5, 16)), rng.normal(size=5))], "relu")
+    obs = rng.random((3, 8), dtype=np.float32)
+    obs[1] *= np.float32(3e38)
+    mask = np.zeros((3, 5), np.int8)
+    mask[:, 1:3] = 1  # action 0 (ArgMax's pick over NaN) is illegal in every row
+    session = ort.InferenceSession(mlp_to_onnx(mlp, 5).SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    graph_actions, graph_logits = session.run(["action", "logits"],
+                                              {"observation": obs, "action_mask": mask})
+    assert not np.isfinite(graph_logits[1]).all()
+    program = torch_policy(mlp).module()
+    torch_actions, _ = program(torch.as_tensor(obs), torch.as_tensor(mask))
+    for actions in (graph_actions.tolist(), torch_actions.tolist()):
+        assert actions[1] == NO_ACTION
+        assert actions[0] in (1, 2) and actions[2] in (1, 2)
 
 
 def test_torch_program_is_checked_against_its_checksum(bundle, tmp_path):

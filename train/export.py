@@ -79,22 +79,32 @@ def mlp_to_onnx(mlp: MLP, num_actions: int):
 
 
 def row_is_answerable(helper, TensorProto) -> list:
-    """The nodes computing ``answerable`` [N]: the row's mask has a legal action and its
-    observation is finite. A graph run outside the kit answers ``NO_ACTION`` for any other
-    row, where an argmax would name action 0 or one of no meaning, which a server could play
-    unnoticed."""
+    """The nodes computing ``answerable`` [N]: the row's mask has a legal action, and its
+    observation and logits are finite (finite values far beyond any observation's overflow
+    the logits, and ArgMax over NaN names any action, legal or not). A graph run outside the
+    kit answers ``NO_ACTION`` for any other row, where an argmax would name action 0 or one of
+    no meaning, which a server could play unnoticed."""
     node = helper.make_node
+
+    def all_finite(tensor: str) -> list:
+        return [
+            node("IsNaN", [tensor], [f"{tensor}_nan"]),
+            node("IsInf", [tensor], [f"{tensor}_inf"]),
+            node("Or", [f"{tensor}_nan", f"{tensor}_inf"], [f"{tensor}_not_finite"]),
+            node("Cast", [f"{tensor}_not_finite"], [f"{tensor}_not_finite_float"],
+                 to=TensorProto.FLOAT),
+            node("ReduceMax", [f"{tensor}_not_finite_float"], [f"{tensor}_any_not_finite"],
+                 axes=[1], keepdims=0),
+            node("Equal", [f"{tensor}_any_not_finite", "zero"], [f"{tensor}_finite"]),
+        ]
+
     return [
         node("Cast", ["mask_bool"], ["mask_float"], to=TensorProto.FLOAT),
         node("ReduceMax", ["mask_float"], ["any_legal_float"], axes=[1], keepdims=0),
         node("Greater", ["any_legal_float", "zero"], ["any_legal"]),
-        node("IsNaN", ["observation"], ["nan"]),
-        node("IsInf", ["observation"], ["inf"]),
-        node("Or", ["nan", "inf"], ["not_finite"]),
-        node("Cast", ["not_finite"], ["not_finite_float"], to=TensorProto.FLOAT),
-        node("ReduceMax", ["not_finite_float"], ["any_not_finite_float"], axes=[1],
-             keepdims=0),
-        node("Equal", ["any_not_finite_float", "zero"], ["finite"]),
+        *all_finite("observation"),
+        *all_finite("logits"),
+        node("And", ["observation_finite", "logits_finite"], ["finite"]),
         node("And", ["any_legal", "finite"], ["answerable"]),
     ]
 
@@ -269,9 +279,10 @@ def torch_policy(mlp: MLP):
 
         def forward(self, observation: torch.Tensor, action_mask: torch.Tensor):
             logits = self.net(observation)
-            legal = action_mask > 0
+            legal = action_mask != 0  # as the ONNX graph's cast to bool
             masked = torch.where(legal, logits, torch.full_like(logits, -1e30))
-            answerable = legal.any(dim=-1) & torch.isfinite(observation).all(dim=-1)
+            answerable = (legal.any(dim=-1) & torch.isfinite(observation).all(dim=-1)
+                          & torch.isfinite(logits).all(dim=-1))
             action = torch.where(answerable, torch.argmax(masked, dim=-1),
                                  torch.full_like(answerable, NO_ACTION, dtype=torch.int64))
             return action, logits
