@@ -508,6 +508,24 @@ def test_vec_env_says_how_to_watch_its_games_instead_of_images():
     env.close()
 
 
+def test_vec_env_names_the_opponent_callable_that_chose_an_illegal_action():
+    """Not a bare engine error, which reads as if the learner had made the move."""
+    from agents.runner import AgentError
+    from arschloch_env.vector_env import ArschlochVecEnv
+
+    def illegal_lowest(obs, mask):
+        return np.argmin(mask, axis=1)
+
+    env = ArschlochVecEnv("culo", 4, num_envs=2, seed=0, seat=0, opponent=illegal_lowest)
+    with pytest.raises(AgentError, match=r"the opponent callable 'illegal_lowest', playing "
+                                         r"player_\d, chose an illegal action: game \d: "):
+        env.reset()
+        for _ in range(50):
+            env.step_async(env.action_masks().argmax(axis=1))
+            env.step_wait()
+    env.close()
+
+
 def test_vec_env_batched_opponent_and_maskable_ppo():
     from sb3_contrib import MaskablePPO
     from arschloch_env.vector_env import ArschlochVecEnv
