@@ -4,7 +4,7 @@ Every decision the bot is asked for counts (forced passes are applied by the run
 reach a bot; the Monte-Carlo bot answers a decision with one legal action without searching).
 The time of a decision is all that the runner spends on it for the bot: its public view (for
 bots that read it), its observation, and its ``act``. The bot under test sits in seat 0
-against three experts, so that it sees realistic positions.
+against three experts, so that it sees realistic positions. The process runs on one core.
 
 Usage::
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from common import DefaultsHelp, duration
+from common import DefaultsHelp, duration, host_line, pin_to_one_core
 
 from agents.base import AgentSpecError, make_agent
 from agents.expert import ExpertAgent
@@ -76,6 +76,9 @@ def main(argv=None) -> None:
                 check_support([bot], [spec], make_rules(preset, num_players=4))
         except (AgentSpecError, CliError) as exc:
             p.error(f"--bots: {exc}")
+    pin_to_one_core()
+    print(host_line())
+    print(f"4 players; {a.seconds:g} s of the bot's own decisions per row")
     print(f"{'bot':8} {'rules':7} {'decisions':>9} {'decisions/s':>12} "
           f"{'ms/decision with choice':>24}")
     for preset in a.rules:

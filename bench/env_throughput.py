@@ -12,14 +12,13 @@ extra: rlcard and pygame). Median and range of 3 runs.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import statistics
 import time
 
 import numpy as np
 
-from common import DefaultsHelp, at_least, duration
+from common import DefaultsHelp, at_least, duration, host_line, pin_to_one_core
 
 
 def engine_loop(preset: str, seconds: float) -> tuple[float, float]:
@@ -77,8 +76,7 @@ def main() -> None:
     parser.add_argument("--runs", type=at_least(1), default=3,
                         help="runs per loop (median and range)")
     args = parser.parse_args()
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    pin_to_one_core()
 
     import arschloch_env
 
@@ -95,6 +93,7 @@ def main() -> None:
     except ImportError as exc:
         print(f"(leduc_holdem_v4 not measured: {exc}; pip install -e '.[bench]')")
 
+    print(host_line())
     print(f"one core, {args.runs} runs of {args.seconds:g} s, median [range]")
     print(f"{'loop':28} {'decisions/s':>11} {'':26} {'rounds/s':>8}")
     for name, fn in cases:

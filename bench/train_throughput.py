@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import DefaultsHelp, at_least
+from common import DefaultsHelp, at_least, host_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -167,6 +167,7 @@ def main() -> None:
             parser.error(f"{flag} is for ppo-vec configs; {args.config} has algo {cfg.algo}")
     if args.steps is None:
         args.steps = 400_000 if cfg.algo == "ppo-vec" else 20_000
+    print(host_line(), flush=True)
     if cfg.algo == "ppo-vec":
         bench_vec(cfg, args)
     else:

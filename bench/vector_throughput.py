@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
-import os
-import platform
 import random
 import statistics
 import sys
@@ -30,18 +28,19 @@ import time
 
 import numpy as np
 
-from common import DefaultsHelp, at_least, duration
+from common import DefaultsHelp, at_least, duration, host_line
 
 from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
 from arschloch_env.rules import PRESETS, make_rules
-from arschloch_env.vector import VectorGame
 
 PLAYERS = 4
 
 
 def vector_rate(preset: str, B: int, threads: int, seconds: float, seed: int) -> float:
     """Decisions per second of one VectorGame stepping B games."""
+    from arschloch_env.vector import VectorGame  # main() times its first import
+
     vg = VectorGame(preset, PLAYERS, num_games=B, seed=seed, threads=threads)
     vg.reset()
     for _ in range(20):
@@ -116,13 +115,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.seconds, args.runs = 0.3, 1
     import numba
+    print(host_line())
     t = time.perf_counter()
-    vector_rate("culo", 2, 1, 0.0, 0)  # loads (or on a fresh machine compiles) the kernels
+    # the first import compiles (on a fresh machine) or loads the eagerly typed kernels, the
+    # first game the lazily compiled ones: both are the start-up a user waits for
+    vector_rate("culo", 2, 1, 0.0, 0)
     load = time.perf_counter() - t
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"python {sys.version.split()[0]}, numpy {np.__version__}, numba {numba.__version__}")
-    print(f"# load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"kernels ready in {load:.1f} s")
+    print(f"# numpy {np.__version__}, numba {numba.__version__}; kernels ready in {load:.1f} s")
     print(f"# {PLAYERS} players; decisions/s, median [min-max] of {args.runs} run(s) of "
           f"{args.seconds} s; obs + mask + random legal action every decision\n")
     head = ("engine", "rules", "B", "1 core", "2 cores: threads=2", "2 cores: 2 processes")
