@@ -55,8 +55,8 @@ learner's seat use it (:mod:`arschloch_env.vector_env`).
 **Threads.** ``threads=1`` (default) runs on the calling thread; ``threads=k`` steps k
 blocks of games at once, on the calling thread and k-1 worker threads (the kernels release
 the GIL). Each step hands the blocks to the workers and waits for them, which pays only for
-thousands of games: at B = 4096 two threads ran about 1.5 times as fast as one, at B = 256
-about half as fast (README, "Speed"). For small batches, run one process per core instead.
+thousands of games: at B = 4096 two threads ran 1.3 to 1.5 times as fast as one, at B = 256
+a third to a half as fast (README, "Speed"). For small batches, run one process per core.
 
 **Compile time.** The kernels (numba) are compiled with ``cache=True``: the first use on a
 machine compiles them (about 20 s on one core), later processes load the cache from
