@@ -2023,7 +2023,10 @@ def test_learning_curves_of_a_log_resumed_in_place_drop_the_attempts_points_quie
         with SummaryWriter(str(run / "tb" / "ppo_1"), purge_step=purge) as w:
             for step in steps:
                 w.add_scalar("rollout/ep_rew_mean", value, step)
-        time.sleep(0.01)
+        # TensorBoard reads a log's files in name order: a time in whole seconds, then a
+        # counter of the process's writers, unpadded, so in one second writer 10 sorts before
+        # writer 9 (a resumed run, another process seconds later, never meets this)
+        time.sleep(1.01 - time.time() % 1)
     with caplog.at_level("WARNING"):
         scalars = read_scalars(run)
     assert scalars["rollout/ep_rew_mean"] == [(100, 0.0), (200, 0.0), (300, 1.0), (500, 1.0)]
