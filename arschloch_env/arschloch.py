@@ -244,7 +244,8 @@ class raw_env(RefusesCopyWhileRecording, AECEnv):
         self._seeder = np.random.default_rng()
         self.match_index = -1
         self.game: Game | None = None
-        self._writer = RecordWriter(record_path).close_with(self) if record_path else None
+        self._writer = (RecordWriter(record_path).close_with(self) if record_path is not None
+                        else None)
         self._closed = False
 
     # -- PettingZoo API -----------------------------------------------------------------------

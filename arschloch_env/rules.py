@@ -11,6 +11,7 @@ import dataclasses
 import json
 import math
 import numbers
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -254,10 +255,11 @@ def _plain(value: Any) -> Any:
 def _with_one_match_end(overrides: dict[str, Any]) -> dict[str, Any]:
     """``overrides``, where they set one of ``rounds``/``target_points`` but not the other,
     with the other cleared, so that ``target_points=15`` on a 5-round match (a preset, a
-    rules object, its JSON form or a file) is a first-to-15 match."""
+    rules object, its JSON form or a file) is a first-to-15 match. Setting one to null (as
+    it is already, say) clears nothing: the other stays the match's end."""
     out = dict(overrides)
     for field, other in (("rounds", "target_points"), ("target_points", "rounds")):
-        if field in overrides and other not in overrides:
+        if overrides.get(field) is not None and other not in overrides:
             out[other] = None
     return out
 
@@ -455,11 +457,10 @@ def parse_override(text: str) -> tuple[str, Any]:
         value = False
     elif low in ("null", "none", ""):
         value = None
+    elif re.fullmatch(r"[+-]?[0-9]+", raw):  # int() would also read 1_0 as 10, and "٣" as 3
+        value = int(raw)
     else:
-        try:
-            value = int(raw)
-        except ValueError:
-            value = raw
+        value = raw  # the field's check names what it allows
     return key, value
 
 

@@ -133,7 +133,8 @@ class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
         self.game: Game | None = None
         self.seat = 0
         self.illegal_count = 0
-        self._writer = RecordWriter(record_path).close_with(self) if record_path else None
+        self._writer = (RecordWriter(record_path).close_with(self) if record_path is not None
+                        else None)
         self._closed = False
         self._opponent_error: str | None = None
         self._carry = 0.0  # rewards before the learner's first decision, paid with its first step

@@ -791,3 +791,17 @@ def test_replay_match_rebuilds_identical_game():
     res = replay_match(list(enumerate(g.events, 1)))
     assert res.ok and res.game.events == g.events
     assert res.game.round_places == g.round_places
+
+
+def test_every_env_refuses_an_empty_record_path():
+    """The AEC env and the single-seat env recorded nothing, silently, where the batched
+    engine and --record refuse it: an empty name is a mistake, not 'do not record'."""
+    import arschloch_env
+    from arschloch_env.single import SingleSeatEnv
+    from arschloch_env.vector import VectorGame
+
+    for make in (lambda: arschloch_env.env(rules="culo", record_path=""),
+                 lambda: SingleSeatEnv(rules="culo", record_path=""),
+                 lambda: VectorGame("culo", 4, num_games=2, record_path="", record_games=[0])):
+        with pytest.raises(ValueError, match="record path is empty; give a file name"):
+            make()

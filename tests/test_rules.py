@@ -143,6 +143,24 @@ def test_setting_target_points_clears_rounds_and_back():
     assert r.replace(target_points=7).rounds is None
 
 
+def test_setting_the_unset_match_end_to_null_changes_nothing():
+    """Null for the field that is null already is no change: it does not clear the other and
+    leave the match with no end."""
+    assert make_rules("culo", target_points=None).rounds == 5
+    assert make_rules("culo-points", rounds=None).target_points == 15
+    with pytest.raises(RulesError, match="exactly one of them must be set"):
+        make_rules("culo", rounds=None)
+
+
+def test_set_reads_an_integer_only_as_plain_digits():
+    """int() reads more than a user means: 1_0 as 10, an Arabic-Indic digit as 3."""
+    assert parse_override("rounds=+3") == ("rounds", 3)
+    assert parse_override("rounds=1_0") == ("rounds", "1_0")
+    assert parse_override("rounds=\u0663") == ("rounds", "\u0663")
+    with pytest.raises(RulesError, match="rounds: '1_0' is not allowed"):
+        make_rules("culo", rounds=parse_override("rounds=1_0")[1])
+
+
 def test_a_rules_dict_or_file_takes_the_other_match_end_too(tmp_path):
     """The JSON form names both fields, one of them null; overriding the other is as valid
     as on the preset's name."""
