@@ -456,7 +456,10 @@ def build_parser() -> argparse.ArgumentParser:
                                           "stands)")
     p.set_defaults(func=_cmd_rules)
 
-    p = sub.add_parser("replay", help="re-play a game record through the engine and check it")
+    p = sub.add_parser("replay", help="re-play a game record through the engine and check it",
+                       epilog="exit status: 0 when every match plays by its rules; 1 at the "
+                              "first match that does not (named, with its line); 2 for a file "
+                              "that cannot be read as a record, or a usage error")
     p.add_argument("file", help="a game record (JSON Lines)")
     p.add_argument("--quiet", action="store_true", help="only check; print no game")
     p.add_argument("--deals-from-seed", action="store_true",

@@ -58,6 +58,11 @@ def _differences(mine: dict, theirs: dict) -> list[str]:
             (k in mine) != (k in theirs)]
 
 
+EVENT_KINDS = ("match", "round", "leftover_swap", "exchange", "play", "pass", "trick_end", "out",
+               "round_end", "match_end")
+"""Every event a game record holds (INTERFACES.md), in the order a match can have them."""
+
+
 def _described(event: dict) -> str:
     """:func:`describe_event`, or the event as JSON where its fields are too malformed to
     describe (the line that reports it must not fail in turn)."""
@@ -107,7 +112,7 @@ def describe_event(event: dict) -> str:
     if kind == "match_end":
         return (f"== match end: totals {event.get('totals')}, winners "
                 f"{', '.join(event.get('winners', []))}")
-    return f"   {event}"
+    return f"   {_json(event)}"  # as the record has it
 
 
 def _seat(name, n: int) -> int:
@@ -153,6 +158,9 @@ def _apply(game: Game, ev: dict) -> None:
             raise ValueError(f"the return goes to player_{game.give_to}, not {ev.get('to')}")
         for card in cards:
             game.step(codec.give(_rank_of(game, card)), cards=[card], seat=seat)
+    elif kind not in EVENT_KINDS:
+        raise ValueError(f"unknown event {kind!r}; a record's events are "
+                         f"{', '.join(EVENT_KINDS)}")
     else:
         raise ValueError(f"the rules produce no {kind!r} event here")
 

@@ -508,6 +508,19 @@ def test_replay_names_a_malformed_event_out_of_place_without_failing(tmp_path):
     assert res.error.startswith('{"event": "round_end", "places": 5}')
 
 
+def test_replay_names_an_unknown_event_as_unknown(tmp_path):
+    """Not that the rules produce no such event 'here', as of an event out of place."""
+    events = [dict(e) for e in random_match("culo", 4, 8).events]
+    i = first(events, "play") + 1
+    events.insert(i, {"event": "chat", "player": "player_0"})
+    write_lines(tmp_path / "chat.jsonl", events)
+    res = replay_file(tmp_path / "chat.jsonl")[0]
+    assert not res.ok and res.error_line == i + 1
+    assert res.error == ('{"event": "chat", "player": "player_0"}: unknown event \'chat\'; a '
+                         "record's events are match, round, leftover_swap, exchange, play, pass, "
+                         "trick_end, out, round_end, match_end")
+
+
 @pytest.mark.parametrize("field,value", [
     ("seed", 7.5), ("seed", "abc"), ("index", "abc"), ("agents", ["random"]),
 ])
