@@ -308,8 +308,7 @@ class VectorGame(RefusesCopyWhileRecording):
             RuntimeError: ``reset()`` was not called.
         """
         self._check_open()
-        if not self._started:
-            raise RuntimeError("call reset() before step()")
+        self._require_started("step()")
         if where is None:
             active = self._all
         else:
@@ -347,8 +346,8 @@ class VectorGame(RefusesCopyWhileRecording):
     def sample_actions(self) -> np.ndarray:
         """A uniformly random legal action for every game (int64 [B]), from per-game streams
         seeded with the games' seeds (independent of the deals)."""
-        if not self._started:
-            raise RuntimeError("call reset() before sample_actions()")
+        self._check_open()  # its worker threads are gone
+        self._require_started("sample_actions()")
         out = np.empty(self.num_games, np.int64)
         if self._pool is None:
             vk.sample_legal(self._mask, self._rng, out)
@@ -364,8 +363,7 @@ class VectorGame(RefusesCopyWhileRecording):
         Args:
             seats: int array [B] of seats (0..n-1), one per game.
         """
-        if not self._started:
-            raise RuntimeError("call reset() before observe()")
+        self._require_started("observe()")
         s = np.asarray(seats)
         if s.shape != (self.num_games,) or s.dtype.kind not in "iu" or s.size and (
                 s.min() < 0 or s.max() >= self.n):
@@ -379,8 +377,7 @@ class VectorGame(RefusesCopyWhileRecording):
         """The full-information vectors (float32 [B, state_size]) of :meth:`Encoder.state`
         for the seat to act in each game, written into ``out`` if given (a C-contiguous
         float32 array of that shape, e.g. a trainer's buffer row: no copy) and returned."""
-        if not self._started:
-            raise RuntimeError("call reset() before state()")
+        self._require_started("state()")
         shape = (self.num_games, self.state_size)
         if out is None:
             out = np.empty(shape, np.float32)
@@ -391,14 +388,21 @@ class VectorGame(RefusesCopyWhileRecording):
         vk.states(self._st, self._config, out)
         return out
 
+    def _require_started(self, what: str) -> None:
+        """Before the first ``reset()`` there are no games: their state would read as zeros."""
+        if not self._started:
+            raise RuntimeError(f"call reset() before {what}")
+
     @property
     def current_seat(self) -> np.ndarray:
         """int64 [B]: the seat to act in each game (whose observation is in ``obs``)."""
+        self._require_started("current_seat")
         return self._st[:, vs.CUR].astype(np.int64)
 
     @property
     def action_masks(self) -> np.ndarray:
         """int8 [B, A]: the masks of the last ``reset``/``step`` (a new array each time)."""
+        self._require_started("action_masks")
         return self._mask.copy()
 
     @property
@@ -419,16 +423,19 @@ class VectorGame(RefusesCopyWhileRecording):
     @property
     def round(self) -> np.ndarray:
         """int64 [B]: the round of each game's running match, from 1."""
+        self._require_started("round")
         return self._st[:, vs.ROUND].astype(np.int64)
 
     @property
     def totals(self) -> np.ndarray:
         """int64 [B, n]: match points so far per seat."""
+        self._require_started("totals")
         return self._st[:, vs.TOT:vs.TOT + self.n].astype(np.int64)
 
     @property
     def phase(self) -> np.ndarray:
         """int64 [B]: 0 play, 1 give, 2 take, 3 lay (the observation's phase order)."""
+        self._require_started("phase")
         return self._st[:, vs.PH].astype(np.int64)
 
     def close(self) -> None:

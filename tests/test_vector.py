@@ -421,6 +421,11 @@ def test_bad_construction():
         VectorGame("culo", 4, num_games=2, seed=[1, 2, 3])
     with pytest.raises(RuntimeError, match="reset"):
         VectorGame("culo", 4, num_games=2).step(np.zeros(2, int))
+    # the games' state before the first reset would read as zeros: seat 0 to act, round 0
+    unstarted = VectorGame("culo", 4, num_games=2)
+    for name in ("current_seat", "action_masks", "round", "totals", "phase"):
+        with pytest.raises(RuntimeError, match=rf"^call reset\(\) before {name}$"):
+            getattr(unstarted, name)
 
 
 def test_bad_record_games(tmp_path):
