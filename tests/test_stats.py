@@ -4,7 +4,9 @@ import math
 
 import pytest
 
-from train.stats import mean_ci, openskill_ratings, paired_diff, t_quantile
+from train.stats import (
+    holm_significant, mean_ci, openskill_ratings, paired_diff, t_quantile, two_sided_p,
+)
 
 # Two-sided 95% critical values of Student's t, from the standard tables.
 T975 = {1: 12.706205, 2: 4.302653, 4: 2.776445, 10: 2.228139, 30: 2.042272, 120: 1.979930}
@@ -38,6 +40,29 @@ def test_paired_difference_by_hand():
     e = paired_diff([1, 2, 3], [0, 2, 1])
     assert e.mean == 1.0
     assert e.half_width == pytest.approx(4.302652730 / math.sqrt(3), abs=1e-8)
+
+
+def test_p_value_agrees_with_the_interval():
+    """p < 5% exactly where the 95% interval excludes 0; none without an interval."""
+    e = mean_ci([1, 2, 3, 4, 5])  # t = 3 / sqrt(0.5) = 4.243 at 4 df
+    assert two_sided_p(e) == pytest.approx(0.01324, abs=1e-5)
+    for values in ([0.1, 0.2, -0.1, 0.3], [0.5, 0.6, 0.4, 0.55], [-1, 1, -1, 2, 0.1]):
+        e = mean_ci(values)
+        assert (two_sided_p(e) < 0.05) == (e.low > 0 or e.high < 0)
+    assert two_sided_p(mean_ci([0.7])) is None and two_sided_p(mean_ci([1, 1, 1])) is None
+
+
+def test_holm_marks_fewer_differences_than_their_own_intervals():
+    """Holm's step-down: the smallest p against alpha / m, the next against alpha / (m - 1)
+    ..., stopping at the first that fails; one difference is its interval's verdict."""
+    p = {"a": mean_ci([0.5, 0.6, 0.4, 0.55, 0.45, 0.5]),       # p far below 0.05 / 3
+         "b": mean_ci([0.3, -0.1, 0.4, 0.2, 0.5, 0.1]),        # p about 0.03: < 0.05 alone
+         "c": mean_ci([0.1, -0.2, 0.3, -0.1, 0.2, -0.3])}      # p far above
+    assert two_sided_p(p["a"]) < 0.05 / 3 and 0.025 < two_sided_p(p["b"]) < 0.05
+    assert holm_significant([p["a"], p["b"], p["c"]]) == [True, False, False]
+    assert holm_significant([p["b"]]) == [True]
+    assert holm_significant([p["b"], mean_ci([0.7])]) == [True, False]  # one tested pair
+    assert holm_significant([]) == []
 
 
 def test_degenerate_inputs():

@@ -767,3 +767,29 @@ def test_the_pool_yields_every_deal_once_whatever_the_order():
     blocks = list(tournament._blocks_in_pool(Player(), 7, 3, lambda: False))
     assert sorted(b["deal"] for b in blocks) == list(range(7))
     assert os.getpid() not in {b["pid"] for b in blocks}
+
+
+def test_a_mixed_table_marks_its_differences_with_holms_correction():
+    """Six pairs of four bots: an interval that excludes 0 alone marks a pair of equal bots
+    in about a fifth of tournaments, so the star and results.json's 'significant' are
+    Holm's; the report says so, and says that few deals cover less than they claim."""
+    from train.report import markdown_report
+    from train.stats import holm_significant
+
+    class Lowest(LowestAgent):
+        name = "lowest"
+
+    res = run_tournament("culo", ["greedy", "random", Lowest(), "expert"], deals=12, seed=2,
+                         jobs=1)
+    data = res.to_dict()
+    assert len(data["paired"]) == 6
+    expected = holm_significant([p["metrics"]["score"] for p in res.paired], res.level)
+    assert [p["significant"] for p in data["paired"]] == expected
+    assert "Holm's correction over all the pairs" in data["intervals"]
+    text = text_report(res)
+    assert "* = significant at 5% with Holm's correction for the 6 pairs" in text
+    assert "note: 12 deal(s); with fewer than 30 the intervals cover somewhat less" in text
+    stars = [line.endswith(" *") for line in text.splitlines() if " - " in line
+             and "rank pts/round" in line]
+    assert stars == expected
+    assert "OpenSkill is an online rating" in markdown_report(res)

@@ -399,13 +399,15 @@ def test_reports_name_the_confidence_level_as_given():
     assert [level_text(x) for x in (0.95, 0.9, 0.975, 0.995)] == ["95%", "90%", "97.5%", "99.5%"]
     res = run_tournament("culo", ["greedy", "random"], deals=2, seed=0, jobs=1, level=0.995)
     assert "99.5% CI over deals" in headline(res)
-    assert "(99.5% CI; * = the difference's interval excludes 0)" in text_report(res)
+    assert ("(99.5% CI; * = the difference's interval excludes 0, significant at 0.5%)"
+            in text_report(res))
     # the star closes the line: it stands for both intervals, which are the same but scaled
     wide = run_tournament("culo", ["greedy", "random"], deals=30, seed=0, jobs=1)
     line = next(x for x in text_report(wide).splitlines() if "greedy - random" in x)
     assert re.fullmatch(r"  greedy - random: score \+0\.\d{3} \[\+0\.\d{3}, \+0\.\d{3}\], "
                         r"rank pts/round \+\d\.\d{3} \[\+\d\.\d{3}, \+\d\.\d{3}\] \*", line), line
-    assert "## Paired differences on identical deals (99.5% CI)" in markdown_report(res)
+    assert ("## Paired differences on identical deals (99.5% CI; * = the difference's interval "
+            "excludes 0, significant at 0.5%)") in markdown_report(res)
 
 
 def test_evaluate_bot_refuses_an_out_that_is_a_file_before_any_game(tmp_path, capsys,

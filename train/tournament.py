@@ -66,7 +66,7 @@ from arschloch_env.cli import (
 from arschloch_env.rules import (
     Rules, RulesError, is_integer, make_rules, make_rules_for_seats,
 )
-from train.stats import Estimate, mean_ci, openskill_ratings, paired_diff
+from train.stats import Estimate, holm_significant, mean_ci, openskill_ratings, paired_diff
 
 MODES = ("duplicate", "session")
 SEATINGS = ("all", "rotate")
@@ -397,7 +397,11 @@ class TournamentResult:
             "level": self.level,
             "metrics": {b: {m: e.to_dict() for m, e in ms.items()}
                         for b, ms in self.metrics.items()},
-            "paired": [{"a": p["a"], "b": p["b"],
+            "intervals": f"Student t over {'deals' if self.mode == 'duplicate' else 'sessions'}"
+                         f" (one mean per block: a deal or session with all its seatings), "
+                         f"level {self.level}; a paired difference is 'significant' with "
+                         f"Holm's correction over all the pairs",
+            "paired": [{"a": p["a"], "b": p["b"], "significant": p["significant"],
                         "metrics": {m: e.to_dict() for m, e in p["metrics"].items()}}
                        for p in self.paired],
             "openskill": self.openskill,
@@ -502,6 +506,10 @@ def summarise(blocks: list[dict], *, rules: Rules, rules_given: Rules, mode: str
                                               _metric_range(m, n))
                                for m in metrics_names}}
                   for i, j in itertools.combinations(range(k), 2)]
+        # rank points are the score times n - 1: both give the same verdict
+        for p, significant in zip(paired, holm_significant(
+                [p["metrics"]["score"] for p in paired], level)):
+            p["significant"] = significant
     ratings = openskill_ratings(finishing, k) if finishing else []
     total = [sum(c) for c in place_weight]
     return TournamentResult(
