@@ -15,6 +15,15 @@ from train.tournament import run_tournament
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def first_observation(rules: str, players: int) -> dict:
+    """The AEC observation of the first seat to act in the match of seed 0."""
+    import arschloch_env
+
+    env = arschloch_env.env(rules=rules, num_players=players)
+    env.reset(seed=0)
+    return env.observe(env.agent_selection)
+
+
 def shipped_bundles() -> list[Path]:
     """The bundles in bots/ that git tracks: a user's own export there (the README suggests
     bots/NAME) is not one of the shipped bots. Outside a git checkout, every bundle."""
@@ -177,12 +186,9 @@ def test_bundle_act_refuses_an_observation_of_another_deck():
 
 
 def test_bundle_policy_takes_lists():
-    import arschloch_env
     from agents.bundle import load_bundle
 
-    env = arschloch_env.env(rules="culo", num_players=4)
-    env.reset(seed=0)
-    o = env.observe(env.agent_selection)
+    o = first_observation("culo", 4)
     bot = load_bundle(ROOT / "bots" / "ppo_vec_culo_expert")
     arrays = bot.policy(o["observation"][None], o["action_mask"][None])
     lists = bot.policy([o["observation"].tolist()], [o["action_mask"].tolist()])
@@ -194,12 +200,9 @@ def test_bundle_act_takes_a_json_decoded_observation_and_names_a_non_numeric_one
     numbers are a BundleError, not numpy's or a TypeError from indexing a list."""
     import json as json_module
 
-    import arschloch_env
     from agents.bundle import BundleError, load_bundle
 
-    env = arschloch_env.env(rules="culo", num_players=4)
-    env.reset(seed=0)
-    o = env.observe(env.agent_selection)
+    o = first_observation("culo", 4)
     bot = load_bundle(ROOT / "bots" / "ppo_vec_culo_expert")
     decoded = json_module.loads(json_module.dumps({k: v.tolist() for k, v in o.items()}))
     assert bot.act(decoded, None) == bot.act(o, None)
@@ -233,12 +236,9 @@ def test_bundle_act_refuses_a_batch_and_policy_a_row_it_has_no_logits_for():
 
 
 def test_bundle_policy_needs_one_mask_per_observation():
-    import arschloch_env
     from agents.bundle import BundleError, load_bundle
 
-    env = arschloch_env.env(rules="culo", num_players=4)
-    env.reset(seed=0)
-    o = env.observe(env.agent_selection)
+    o = first_observation("culo", 4)
     bot = load_bundle(ROOT / "bots" / "ppo_vec_culo_expert")
     with pytest.raises(BundleError, match=r"observations of shape \[3, 413\] and masks of "
                                           r"shape \[2, 49\]; give one mask per observation"):
@@ -253,12 +253,9 @@ def test_bundle_policy_needs_one_mask_per_observation():
 def test_bundle_refuses_a_mask_that_would_make_it_answer_an_illegal_action(mask, message):
     """The int8 cast turns 0.5 or 256 into 0: each mask reaches the graph with no legal
     action, which it cannot answer (``NO_ACTION``); act names what is wrong instead."""
-    import arschloch_env
     from agents.bundle import BundleError, load_bundle
 
-    env = arschloch_env.env(rules="culo", num_players=4)
-    env.reset(seed=0)
-    o = env.observe(env.agent_selection)
+    o = first_observation("culo", 4)
     assert o["action_mask"][0] == 0  # the leader of the first trick may not pass
     given = {"zeros": np.zeros(49, np.int8), "halves": o["action_mask"] * 0.5,
              "256": o["action_mask"].astype(np.int64) * 256}[mask]
@@ -273,12 +270,9 @@ def test_bundle_refuses_a_mask_that_would_make_it_answer_an_illegal_action(mask,
 @pytest.mark.parametrize("value", [np.nan, np.inf])
 def test_bundle_refuses_an_observation_that_is_not_finite(value):
     """The graph answers such a row with ``NO_ACTION``; policy names the row and why."""
-    import arschloch_env
     from agents.bundle import BundleError, load_bundle
 
-    env = arschloch_env.env(rules="culo", num_players=4)
-    env.reset(seed=0)
-    o = env.observe(env.agent_selection)
+    o = first_observation("culo", 4)
     bot = load_bundle(ROOT / "bots" / "ppo_vec_culo_expert")
     rows = np.stack([o["observation"]] * 2)
     rows[1, 5] = value
@@ -473,12 +467,9 @@ def test_a_graph_made_for_any_width_loads(tmp_path):
 def test_bundle_refuses_a_table_size_it_was_not_trained_for_without_reset():
     """The observation counts the seats at the table: act and policy refuse one of a table
     size the bundle never saw, where reset (optional in the protocol) was never called."""
-    import arschloch_env
     from agents.bundle import BundleError, load_bundle
 
-    env = arschloch_env.env(rules="culo", num_players=3)
-    env.reset(seed=0)
-    o = env.observe(env.agent_selection)
+    o = first_observation("culo", 3)
     bot = load_bundle(ROOT / "bots" / "ppo_culo_4p")
     with pytest.raises(BundleError, match=r"row\(s\) \[0\] are of a table of 3 seats; it was "
                                           r"trained for \[4\] players"):
