@@ -154,3 +154,21 @@ def test_bench_bots_times_a_decision_with_a_choice_by_those_decisions_alone(monk
     r = module.bench("random", "culo", 30.0)
     assert r["choices"] < r["decisions"]  # some decisions were forced
     assert r["ms_per_choice"] == pytest.approx(2.0)
+
+
+def test_long_matches_prints_both_ways_of_showing_the_totals():
+    """The command behind README's figures of bundles in matches longer than they trained on."""
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "long_matches.py"),
+                          str(ROOT / "bots" / "ppo_vec_tavern_multi"), "--rules", "tavern",
+                          "--rounds", "7", "--matches", "2", "--field", "greedy"],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT,
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith(f"{ROOT / 'bots' / 'ppo_vec_tavern_multi'} against 3x greedy")
+    for line, label in zip(lines[1:], ("totals unscaled", "totals scaled")):
+        assert line.startswith(label) and "rounds 1-5: " in line and "rounds 6-7: " in line
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "long_matches.py"),
+                          "no/such/bundle"], capture_output=True, text=True, timeout=300,
+                         cwd=ROOT, stdin=subprocess.DEVNULL)
+    assert res.returncode == 2 and "bundle no/such/bundle: no such directory" in res.stderr
