@@ -28,7 +28,8 @@ from train.stats import mean_ci  # noqa: E402
 
 
 class Unscaled:
-    """The bundle shown the totals as the observation has them."""
+    """The bundle shown the totals as the observation has them: its ``policy``, which takes
+    observations as they are (``act`` scales the totals of long matches)."""
 
     uses_view = False
 
@@ -38,10 +39,10 @@ class Unscaled:
 
     def reset(self, rules, seat, seed=None):
         self.bundle.reset(rules, seat, seed)
-        self.bundle._totals_scale = 1.0
 
     def act(self, observation, view):
-        return self.bundle.act(observation, None)
+        actions, _ = self.bundle.policy(observation["observation"], observation["action_mask"])
+        return int(actions[0])
 
 
 def stretches(rounds: int) -> list[tuple[int, int]]:

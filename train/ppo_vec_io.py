@@ -179,8 +179,8 @@ def load_state(nets, optimizer, state: dict[str, Any]) -> None:
     """
     for name in ("actor", "critic"):
         theirs = layer_sizes(state[name])
-        ours = [linear_layers(getattr(nets, name))[0].in_features,
-                *(l.out_features for l in linear_layers(getattr(nets, name)))]
+        layers = linear_layers(getattr(nets, name))
+        ours = [layers[0].in_features, *(layer.out_features for layer in layers)]
         if theirs != ours:
             raise ValueError(f"the checkpoint's {name} is {' -> '.join(map(str, theirs))}, "
                              f"this run's {' -> '.join(map(str, ours))} (inputs, "

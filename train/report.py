@@ -128,7 +128,9 @@ def text_report(res: TournamentResult) -> str:
               f"paired differences on identical {block_unit(res)}s ({level_text(res.level)} CI; "
               f"{significance_legend(res)}):"]
     parts += ["  " + line for line in paired_lines(res)]
-    parts += [line for line in (few_blocks_note(res),) if line]
+    note = few_blocks_note(res)
+    if note:
+        parts.append(note)
     return "\n".join(parts)
 
 
@@ -155,7 +157,9 @@ def markdown_report(res: TournamentResult) -> str:
              f"block). OpenSkill is an online rating of the games in {unit} order, to rank "
              f"bots by: it depends on that order and its sigma does not shrink with more "
              f"{unit}s; the intervals are the precision.", ""]
-    lines += [f"{line}." for line in (few_blocks_note(res),) if line]
+    note = few_blocks_note(res)
+    if note:
+        lines += [f"{note}.", ""]
     lines += [f"## Paired differences on identical {unit}s ({level_text(res.level)} CI; "
               f"{significance_legend(res)})", ""]
     lines += [f"- {line}" for line in paired_lines(res)] or ["- none"]
