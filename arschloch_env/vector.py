@@ -164,6 +164,7 @@ class VectorGame(RefusesCopyWhileRecording):
         self.layout = Layout(R)
         self.obs_size = self.layout.size
         self.state_size = Layout(R, full_state=True).size
+        self.hidden_size = self.state_size - self.obs_size
         self._config = self._make_config()
         self._alloc()
         self._set_seeds(seed)
@@ -378,14 +379,28 @@ class VectorGame(RefusesCopyWhileRecording):
         for the seat to act in each game, written into ``out`` if given (a C-contiguous
         float32 array of that shape, e.g. a trainer's buffer row: no copy) and returned."""
         self._require_started("state()")
-        shape = (self.num_games, self.state_size)
+        out = self._out_rows(out, self.state_size)
+        vk.states(self._st, self._config, out)
+        return out
+
+    def hidden_state(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The columns of :meth:`state` after the observation's (float32 [B, hidden_size]):
+        every hand, from the seat to act's on, and the face-down cards. ``state()`` is
+        ``obs`` then these: a trainer that keeps the observations already writes only these
+        (``out`` as in :meth:`state`)."""
+        self._require_started("hidden_state()")
+        out = self._out_rows(out, self.hidden_size)
+        vk.hidden_states(self._st, self._config, out)
+        return out
+
+    def _out_rows(self, out: np.ndarray | None, width: int) -> np.ndarray:
+        shape = (self.num_games, width)
         if out is None:
-            out = np.empty(shape, np.float32)
-        elif (out.shape != shape or out.dtype != np.float32
-              or not out.flags.c_contiguous or not out.flags.writeable):
+            return np.empty(shape, np.float32)
+        if (out.shape != shape or out.dtype != np.float32
+                or not out.flags.c_contiguous or not out.flags.writeable):
             raise ValueError(f"out: expected a writeable C-contiguous float32 array of shape "
                              f"{shape}, got {out.dtype} {out.shape}")
-        vk.states(self._st, self._config, out)
         return out
 
     def _require_started(self, what: str) -> None:

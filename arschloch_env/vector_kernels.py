@@ -27,7 +27,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from arschloch_env.vector_obs import observe_seat, write_mask, write_obs, write_state
+from arschloch_env.vector_obs import (
+    observe_seat, write_hidden, write_mask, write_obs, write_state,
+)
 from arschloch_env.vector_rng import JIT, MIDX, splitmix
 from arschloch_env.vector_round import (
     _chosen, _ev, _finish_round, _give_one, _lay, _new_match, _next_active, _out,
@@ -231,6 +233,12 @@ def observe_seats(st, C, seats, out):
 def states(st, C, out):
     for b in range(out.shape[0]):
         write_state(st[b], C, out[b])
+
+
+@njit(**JIT)
+def hidden_states(st, C, out):
+    for b in range(out.shape[0]):
+        write_hidden(st[b], C, out[b])
 
 
 @njit(**JIT)

@@ -189,12 +189,21 @@ def write_mask(g, C, row):
 
 @njit(**JIT)
 def write_state(g, C, row):
-    """The full-information vector of the seat to act (``Encoder.state``)."""
-    n, R, D = C[C_N], C[C_R], C[C_D]
+    """The full-information vector of the seat to act (``Encoder.state``): the observation,
+    then :func:`write_hidden`'s columns."""
+    D = C[C_D]
     write_obs(g, C, row[:D])
-    row[D:] = 0.0
+    write_hidden(g, C, row[D:])
+
+
+@njit(**JIT)
+def write_hidden(g, C, row):
+    """The columns of the full state after the observation's: every hand, from the seat to
+    act's on, then the face-down cards (``row[0]`` is the state's column ``C_D``)."""
+    n, R = C[C_N], C[C_R]
+    row[:] = 0.0
     seat = g[CUR]
-    o = C[O_ALLH]
+    o = C[O_ALLH] - C[C_D]
     i = seat
     for rel in range(n):
         for q in range(R):
@@ -202,6 +211,6 @@ def write_state(g, C, row):
         i += 1
         if i == n:
             i = 0
-    o = C[O_FDOWN]
+    o = C[O_FDOWN] - C[C_D]
     for q in range(R):
         _put4(row, o + 4 * q, THERMO_MASK, g[FDOWN + q])

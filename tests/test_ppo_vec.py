@@ -117,7 +117,7 @@ def test_open_transitions_are_finished_by_the_next_rollout():
     """
     from train.ppo_vec import CARRIED, Rollout, carry_open_transitions
 
-    buf = Rollout(7, 1, obs_size=2, state_size=None, num_actions=3)
+    buf = Rollout(7, 1, obs_size=2, hidden_size=None, num_actions=3)
     main = slice(CARRIED, None)
     seat, trained, rewards, done, values = _trajectory()
     rewards[6, 0, 2] = 0.5
@@ -219,7 +219,7 @@ def _trainer_gae(rollouts, gamma, lam):
     from train.ppo_vec import CARRIED, Rollout, carry_open_transitions
 
     T, B = rollouts[0][0].shape
-    buf = Rollout(T, B, obs_size=1, state_size=None, num_actions=2)
+    buf = Rollout(T, B, obs_size=1, hidden_size=None, num_actions=2)
     steps = slice(CARRIED, None)
     trained_on = {}
     for i, (seat, trained, rewards, done, values) in enumerate(rollouts):
@@ -401,17 +401,18 @@ def test_critic_values_fill_the_trained_rows_of_the_steps_only(critic_state):
     critic_in = S if critic_state else O
     nets = ppo_vec.Nets(ppo_vec.mlp([O, 8, A], "relu", 1.0),
                         ppo_vec.mlp([critic_in, 8, 1], "relu", 1.0), critic_state, "relu")
-    buf = ppo_vec.Rollout(T, B, O, S if critic_state else None, A)
+    buf = ppo_vec.Rollout(T, B, O, S - O if critic_state else None, A)
     rng = np.random.default_rng(5)
     buf.obs[:] = rng.normal(size=buf.obs.shape)
     if critic_state:
-        buf.state[:] = rng.normal(size=buf.state.shape)
+        buf.hidden[:] = rng.normal(size=buf.hidden.shape)
     buf.trained[:] = rng.random(buf.trained.shape) < 0.5
     buf.value[:] = 9.0  # carried values, and leftovers of an earlier rollout in the steps
     ppo_vec.critic_values(nets, buf, ppo_vec.update_inputs(nets, buf, "cpu"), "cpu")
     steps = slice(ppo_vec.CARRIED, None)
     with torch.no_grad():
-        x = torch.from_numpy((buf.state if critic_state else buf.obs)[steps])
+        x = torch.from_numpy((np.concatenate([buf.obs, buf.hidden], axis=2) if critic_state
+                              else buf.obs)[steps])
         expected = nets.critic(x)[..., 0].numpy()
     trained = buf.trained[steps]
     np.testing.assert_allclose(buf.value[steps][trained], expected[trained], rtol=1e-5)
@@ -434,22 +435,23 @@ def test_each_epoch_trains_on_every_valid_row_once(bfloat16):
     O, S, A, T, B = 3, 4, 4, 6, 5
     nets = ppo_vec.Nets(ppo_vec.mlp([O, 8, A], "relu", 1.0), ppo_vec.mlp([S, 8, 1], "relu", 1.0),
                         True, "relu", bfloat16)
-    buf = ppo_vec.Rollout(T, B, O, S, A)
+    buf = ppo_vec.Rollout(T, B, O, S - O, A)
     rows = np.arange(buf.obs.shape[0] * B, dtype=np.float32).reshape(-1, B)
-    buf.obs[..., 0], buf.state[..., 1] = rows, rows  # exact in bfloat16 too (below 256)
+    buf.obs[..., 0], buf.hidden[..., 0] = rows, -rows  # exact in bfloat16 too (below 256)
     buf.mask[..., [0, 2]] = 1
     rng = np.random.default_rng(3)
     valid = rng.random(rows.shape) < 0.6
     valid[:ppo_vec.CARRIED, 0] = True
-    seen: dict[str, list] = {"actor": [], "critic": []}
-    for name, net, col in [("actor", nets.actor, 0), ("critic", nets.critic, 1)]:
-        net.register_forward_pre_hook(
-            lambda _, args, name=name, col=col: seen[name].append(args[0][:, col].tolist()))
+    seen: dict[str, list] = {"actor": [], "critic": [], "critic_hidden": []}
+    for name, net, col, sign in [("actor", nets.actor, 0, 1), ("critic", nets.critic, 0, 1),
+                                 ("critic_hidden", nets.critic, O, -1)]:
+        net.register_forward_pre_hook(lambda _, args, name=name, col=col, sign=sign:
+                                      seen[name].append((sign * args[0][:, col]).tolist()))
     adv = rng.normal(size=valid.shape).astype(np.float32)
     ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf,
                        ppo_vec.update_inputs(nets, buf, "cpu"), adv, valid, cfg,
                        torch.Generator().manual_seed(0), "cpu")
-    assert seen["actor"] == seen["critic"]
+    assert seen["actor"] == seen["critic"] == seen["critic_hidden"]
     N, size = int(valid.sum()), -(-int(valid.sum()) // 4)
     assert [len(mb) for mb in seen["actor"]] == [size, size, size, N - 3 * size] * 3
     epochs = [sum(seen["actor"][k:k + 4], []) for k in range(0, 12, 4)]
@@ -731,7 +733,8 @@ def test_rollouts_over_tables_of_every_size_drop_no_transition(tmp_path):
         logp = torch.log_softmax(torch.where(legal, nets.actor(torch.from_numpy(
             buf.obs[trained])), NEG), dim=-1)
         chosen = logp.gather(1, torch.from_numpy(buf.action[trained])[:, None])[:, 0]
-        value = nets.critic(torch.from_numpy(buf.state[trained]))[:, 0]
+        value = nets.critic(torch.from_numpy(np.concatenate(
+            [buf.obs[trained], buf.hidden[trained]], axis=1)))[:, 0]
     np.testing.assert_allclose(chosen.numpy(), buf.logp[trained], atol=1e-4)
     np.testing.assert_allclose(value.numpy(), buf.value[trained], atol=1e-4)
 

@@ -96,6 +96,9 @@ def differential(tmp_path, rules, B: int, steps: int, seed: int, check_every: in
             legal = refs[j].legal_actions()
             assert np.flatnonzero(mask[j]).tolist() == legal, (t, j, legal)
         state = vg.state() if check_state else None
+        if check_state:  # the observation, then the hidden part a trainer stores
+            assert _same_bits(state[:, :vg.obs_size], obs), t
+            assert _same_bits(state[:, vg.obs_size:], vg.hidden_state()), t
         if t % 8 == 0:  # what the other seats see
             seats = (vg.current_seat + 1 + t // 8 % (n - 1)) % n
             other = vg.observe(seats)
@@ -426,6 +429,9 @@ def test_bad_construction():
     for name in ("current_seat", "action_masks", "round", "totals", "phase"):
         with pytest.raises(RuntimeError, match=rf"^call reset\(\) before {name}$"):
             getattr(unstarted, name)
+    for name in ("state", "hidden_state", "observe"):
+        with pytest.raises(RuntimeError, match=rf"^call reset\(\) before {name}\(\)$"):
+            getattr(unstarted, name)(*[np.zeros(2, int)] * (name == "observe"))
 
 
 def test_bad_record_games(tmp_path):
@@ -450,20 +456,24 @@ def test_a_closed_game_refuses_to_go_on(tmp_path):
     assert np.array_equal(vg.state(), before)
 
 
-def test_state_into_a_given_array():
-    """state(out=...) writes into the caller's array (a trainer's buffer row) what state()
-    returns; an array of another shape, type or layout is refused, and left as it was."""
+@pytest.mark.parametrize("part", ["state", "hidden_state"])
+def test_state_into_a_given_array(part):
+    """state(out=...) and hidden_state(out=...) write into the caller's array (a trainer's
+    buffer row) what they return without it; an array of another shape, type or layout is
+    refused, and left as it was."""
     vg = VectorGame("tavern", 5, num_games=3, seed=4)
     vg.reset()
     vg.step(vg.sample_actions())
-    buf = np.zeros((2, 3, vg.state_size), np.float32)
-    written = vg.state(out=buf[1])
+    write = getattr(vg, part)
+    size = vg.state_size if part == "state" else vg.hidden_size
+    buf = np.zeros((2, 3, size), np.float32)
+    written = write(out=buf[1])
     assert np.shares_memory(written, buf[1])
-    assert np.array_equal(buf[1], vg.state()) and not buf[0].any()
-    for bad in (np.zeros((3, vg.state_size), np.float64), np.zeros((2, vg.state_size), np.float32),
-                np.zeros((vg.state_size, 3), np.float32).T):
-        with pytest.raises(ValueError, match=rf"float32 array of shape \(3, {vg.state_size}\)"):
-            vg.state(out=bad)
+    assert np.array_equal(buf[1], write()) and not buf[0].any() and buf[1].any()
+    for bad in (np.zeros((3, size), np.float64), np.zeros((2, size), np.float32),
+                np.zeros((size, 3), np.float32).T):
+        with pytest.raises(ValueError, match=rf"float32 array of shape \(3, {size}\)"):
+            write(out=bad)
         assert not bad.any()
 
 

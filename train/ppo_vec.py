@@ -14,7 +14,7 @@ run from another run's checkpoint (a second stage against other opponents).
 The loop, per iteration:
 
 1. :func:`collect_rollout`: ``vec.rollout_steps`` vector steps; per step the buffer keeps
-   observation (and full state for ``vec.critic_state``), mask, action, log-probability,
+   observation (and for ``vec.critic_state`` the rest of the full state), mask, action, log-probability,
    the acting seat, whether that seat is trained, the rewards of every seat [B, 6] after the
    step and ``done`` [B] (the match ended; the game already started the next); then
    :func:`critic_values` adds the critic's values of the trained rows in one forward.
@@ -43,7 +43,8 @@ restart there.
 actor over its rows and one of all snapshots together
 (:class:`~train.ppo_vec_seats.SnapshotPool`), in ``torch.inference_mode`` on
 ``vec.collect_threads`` threads; the critic runs once per rollout, on its trained rows; the
-buffers are preallocated numpy arrays, which the engine writes the full states into; the
+buffers are preallocated numpy arrays, which the engine writes the hidden part of the full
+states into (the observations are there already); the
 per-step Python is a few array operations per table. On the CPU the update dominates, so
 the shipped network is small (see the configs). With ``device: cuda`` both
 forwards and the update run on the GPU, the games and the random numbers of sampling stay
@@ -161,10 +162,14 @@ class Rollout:
     """Preallocated numpy buffers, [CARRIED + T, B, ...] (B: all tables' games): the carried
     rows, then the T steps of one rollout."""
 
-    def __init__(self, T: int, B: int, obs_size: int, state_size: int | None, num_actions: int):
+    def __init__(self, T: int, B: int, obs_size: int, hidden_size: int | None,
+                 num_actions: int):
         rows = CARRIED + T
         self.obs = np.zeros((rows, B, obs_size), np.float32)
-        self.state = np.zeros((rows, B, state_size), np.float32) if state_size else None
+        self.hidden = np.zeros((rows, B, hidden_size), np.float32) if hidden_size else None
+        """For a critic on the full state: the state's columns after the observation's
+        (:meth:`~arschloch_env.vector.VectorGame.hidden_state`). Writing whole states took the
+        engine twice as long (the observation over again) and 2.6 times the memory."""
         self.mask = np.zeros((rows, B, num_actions), np.int8)
         self.action = np.zeros((rows, B), np.int64)
         self.logp = np.zeros((rows, B), np.float32)
@@ -236,7 +241,7 @@ def collect_rollout(tables: list[Table], nets: Nets, buf: Rollout, generator,
             obs[c], mask[c], seat[c] = table.obs, table.mask, table.seat
             kind[c], which[c] = table.acting_kind(seat[c]), table.snapshot_which(seat[c])
             if nets.critic_state:
-                table.vg.state(out=buf.state[t, c])
+                table.vg.hidden_state(out=buf.hidden[t, c])
         trained = kind <= CURRENT
         actions = np.zeros(len(seat), np.int64)
         logp = np.zeros(len(seat), np.float32)
@@ -321,7 +326,7 @@ def carry_open_transitions(buf: Rollout, valid: np.ndarray, open_return: np.ndar
     seat) at most (a seat's later transition closes its earlier one)."""
     t, j = np.nonzero(buf.trained & ~valid)
     s = buf.seat[t, j]
-    for a in (buf.obs, buf.state, buf.mask, buf.action, buf.logp, buf.value):
+    for a in (buf.obs, buf.hidden, buf.mask, buf.action, buf.logp, buf.value):
         if a is not None:
             a[s, j] = a[t, j]  # a carried row still open stays where it is (t == s)
     buf.trained[:CARRIED] = False
@@ -334,19 +339,24 @@ def carry_open_transitions(buf: Rollout, valid: np.ndarray, open_return: np.ndar
 
 def update_inputs(nets: Nets, buf: Rollout, device) -> dict[str, Any]:
     """The rollout's network inputs as torch tensors of one row per (step, game): ``obs``,
-    and ``state`` for a critic on the full state."""
+    and ``state`` (the observation, then the hidden part) for a critic on the full state."""
     import torch
 
     # autocast rounds the first layers' inputs to bfloat16 anyway: rounding them once per
     # rollout halves the bytes gathered in the update and spares a cast per minibatch
     dtype = torch.bfloat16 if nets.bfloat16 else torch.float32
-    inputs = {"obs": every_row(buf.obs, device)}
+    obs = every_row(buf.obs, device)
+    if obs.dtype != dtype:
+        obs = buf.scratch_tensor("obs_input", obs.shape, dtype, obs.device).copy_(obs)
+    inputs = {"obs": obs}
     if nets.critic_state:
-        inputs["state"] = every_row(buf.state, device)
-    for name, rows in inputs.items():
-        if rows.dtype != dtype:
-            kept = buf.scratch_tensor(f"{name}_input", rows.shape, dtype, rows.device)
-            inputs[name] = kept.copy_(rows)
+        hidden = every_row(buf.hidden, device)
+        D = obs.shape[1]
+        state = buf.scratch_tensor("state_input", (len(obs), D + hidden.shape[1]), dtype,
+                                   obs.device)
+        state[:, :D].copy_(obs)
+        state[:, D:].copy_(hidden)
+        inputs["state"] = state
     return inputs
 
 
@@ -565,7 +575,7 @@ def setup(cfg: TrainConfig, league: League, steps: int):
     nets = make_nets(cfg, vg.obs_size, vg.state_size, vg.num_actions, device)
     optimizer = make_optimizer(nets, cfg)
     buf = Rollout(cfg.vec.rollout_steps, sum(t.B for t in tables), vg.obs_size,
-                  vg.state_size if cfg.vec.critic_state else None, vg.num_actions)
+                  vg.hidden_size if cfg.vec.critic_state else None, vg.num_actions)
     return tables, nets, optimizer, buf, pool, generator, device
 
 
