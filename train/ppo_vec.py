@@ -14,10 +14,11 @@ run from another run's checkpoint (a second stage against other opponents).
 The loop, per iteration:
 
 1. :func:`collect_rollout`: ``vec.rollout_steps`` vector steps; per step the buffer keeps
-   observation (and for ``vec.critic_state`` the rest of the full state), mask, action, log-probability,
-   the acting seat, whether that seat is trained, the rewards of every seat [B, 6] after the
-   step and ``done`` [B] (the match ended; the game already started the next); then
-   :func:`critic_values` adds the critic's values of the trained rows in one forward.
+   observation (and for ``vec.critic_state`` the rest of the full state), mask, action,
+   log-probability, the acting seat, whether that seat is trained, the rewards of every seat
+   [B, 6] after the step and ``done`` [B] (the match ended; the game already started the
+   next); then :func:`critic_values` adds the critic's values of the trained rows in one
+   forward.
 2. :func:`compute_advantages`: GAE backwards over the steps with carries per (game, seat).
    Episodes are matches: rewards arrive at round ends on whichever seat's move ended the
    round, ``gamma`` discounts per decision of a seat across rounds, a match end is terminal.
@@ -44,11 +45,11 @@ actor over its rows and one of all snapshots together
 (:class:`~train.ppo_vec_seats.SnapshotPool`), in ``torch.inference_mode`` on
 ``vec.collect_threads`` threads; the critic runs once per rollout, on its trained rows; the
 buffers are preallocated numpy arrays, which the engine writes the hidden part of the full
-states into (the observations are there already); the
-per-step Python is a few array operations per table. On the CPU the update dominates, so
-the shipped network is small (see the configs). With ``device: cuda`` both
-forwards and the update run on the GPU, the games and the random numbers of sampling stay
-on the CPU; the rollout goes to the GPU once per update.
+states into (the observations are there already); the per-step Python is a few array
+operations per table. On the CPU the update dominates, so the shipped network is small (see
+the configs). With ``device: cuda`` both forwards and the update run on the GPU, the games
+and the random numbers of sampling stay on the CPU; the rollout goes to the GPU once per
+update.
 
 Run directory: as the SB3 trainer's (:mod:`train.sb3_trainer`), with ``.pt`` checkpoints
 (:mod:`train.ppo_vec_io`); TensorBoard under ``tb/ppo_vec_1``: ``charts/samples_per_s``
@@ -169,7 +170,7 @@ class Rollout:
         self.hidden = np.zeros((rows, B, hidden_size), np.float32) if hidden_size else None
         """For a critic on the full state: the state's columns after the observation's
         (:meth:`~arschloch_env.vector.VectorGame.hidden_state`). Writing whole states took the
-        engine twice as long (the observation over again) and 2.6 times the memory."""
+        engine four times as long (the observation over again) and 2.6 times the memory."""
         self.mask = np.zeros((rows, B, num_actions), np.int8)
         self.action = np.zeros((rows, B), np.int64)
         self.logp = np.zeros((rows, B), np.float32)
