@@ -429,9 +429,10 @@ def test_bad_construction():
     for name in ("current_seat", "action_masks", "round", "totals", "phase"):
         with pytest.raises(RuntimeError, match=rf"^call reset\(\) before {name}$"):
             getattr(unstarted, name)
-    for name in ("state", "hidden_state", "observe"):
+    for name, call in [("state", unstarted.state), ("hidden_state", unstarted.hidden_state),
+                       ("observe", lambda: unstarted.observe(np.zeros(2, int)))]:
         with pytest.raises(RuntimeError, match=rf"^call reset\(\) before {name}\(\)$"):
-            getattr(unstarted, name)(*[np.zeros(2, int)] * (name == "observe"))
+            call()
 
 
 def test_bad_record_games(tmp_path):
