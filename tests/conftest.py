@@ -69,3 +69,16 @@ def run_python(code: str, timeout: int = 120):
 
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=timeout)
+
+
+def event_files(run) -> set:
+    """Every TensorBoard event file under the run directory ``run``'s ``tb``."""
+    return set((run / "tb").rglob("events.out.tfevents.*"))
+
+
+def logged_steps(files, tag: str) -> list[int]:
+    """The steps at which the event ``files`` logged the scalar ``tag``."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    return [event.step for path in sorted(files) for event in EventFileLoader(str(path)).Load()
+            if any(value.tag == tag for value in event.summary.value)]

@@ -951,6 +951,8 @@ def test_sigkill_then_resume_continues(tmp_path):
     assert first["steps"] < total
     first_league = latest_meta(run)["league"]
     assert first_league, "a snapshot was due before the first checkpoint"
+    from conftest import event_files, logged_steps
+    before = event_files(run)
 
     res = cli(*train_args(run, *extra), "--resume")  # the same command again, resumed
     assert res.returncode == 0, res.stderr[-3000:]
@@ -965,6 +967,9 @@ def test_sigkill_then_resume_continues(tmp_path):
     acc.Reload()
     logged = [e.step for e in acc.Scalars("charts/samples_per_s")]
     assert max(logged) >= total and any(s > first["steps"] for s in logged)
+    # the resumed process counted on from the checkpoint's step, not from 0
+    resumed = logged_steps(event_files(run) - before, "charts/samples_per_s")
+    assert resumed and first["steps"] < min(resumed) <= first["steps"] + 8000, resumed
 
 
 # -- a new run from another run's checkpoint -------------------------------------------------

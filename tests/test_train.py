@@ -376,6 +376,8 @@ def test_sigkill_then_resume_loses_nothing(tmp_path):
     proc.wait()
     first = json.loads((run / "latest.json").read_text())
     assert first["steps"] < 12000
+    from conftest import event_files, logged_steps
+    before = event_files(run)
     # A temporary (*.part.zip) may be left by the kill; every file under a final name is whole.
     for final in [p for p in (run / "checkpoints").glob("step_*.zip") if ".part" not in p.name]:
         import zipfile
@@ -396,6 +398,9 @@ def test_sigkill_then_resume_loses_nothing(tmp_path):
     assert meta["config"]["total_steps"] == 14000
     steps = [s["steps"] for s in meta["league"]]
     assert steps == sorted(steps) and steps[0] <= first["steps"]
+    # the resumed process counted on from the checkpoint's step, not from 0
+    resumed = logged_steps(event_files(run) - before, "time/fps")
+    assert resumed and first["steps"] < min(resumed) <= first["steps"] + 4096, resumed
 
 
 def test_new_run_refuses_an_existing_run_dir(smoke_run):
