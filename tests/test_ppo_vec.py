@@ -750,6 +750,35 @@ def test_rollouts_over_tables_of_every_size_drop_no_transition(tmp_path):
     assert collected == updated + int(buf.trained.sum())
 
 
+def test_same_seed_same_weights(tmp_path):
+    """Two trainers of one config and seed, each with a snapshot in its league, agents in
+    some seats and the critic on the state, end three iterations with the same weights, bit
+    for bit; another seed does not."""
+    import torch
+
+    from train import ppo_vec
+    from train.league import League
+    from train.ppo_vec_io import actor_mlp
+
+    def weights(seed: int, name: str) -> list:
+        cfg = load_config(CONFIGS[0], [*SMALL, "players=[3,4]", "vec.num_games=64",
+                                       "vec.critic_state=true", f"seed={seed}"])
+        league = League(tmp_path / name, cfg.league.max_snapshots)
+        tables, nets, opt, buf, pool, gen, device = ppo_vec.setup(cfg, league, 0)
+        league.add_snapshot(actor_mlp(nets.actor, nets.activation), 0)
+        pool.refresh()
+        for _ in range(3):
+            ppo_vec.iteration(tables, nets, opt, buf, cfg, gen, device)
+        for table in tables:
+            table.vg.close()
+        return [p.detach().clone() for p in [*nets.actor.parameters(),
+                                              *nets.critic.parameters()]]
+
+    first, again, other = weights(0, "a"), weights(0, "b"), weights(1, "c")
+    assert all(torch.equal(x, y) for x, y in zip(first, again, strict=True))
+    assert not all(torch.equal(x, y) for x, y in zip(first, other, strict=True))
+
+
 def test_device_auto_is_cuda_where_there_is_one(tmp_path):
     import torch
 

@@ -873,18 +873,22 @@ def test_a_best_cut_short_leaves_no_mismatched_metadata(tmp_path, monkeypatch):
     assert moved is not None and not (run.checkpoints / "best.zip").exists()
 
 
-def test_same_seed_same_run_on_one_process(tmp_path):
+def test_same_seed_same_run_on_one_process_and_several(tmp_path):
+    """As the README says: a seed gives the same weights, bit for bit, run again and with
+    the envs in processes of their own."""
     import torch
     from sb3_contrib import MaskablePPO
 
     from train.sb3_trainer import train
-    cfg_args = ["total_steps=1024", "ppo.n_steps=256", "ppo.batch_size=128", "subproc=false",
-                "n_envs=2", "eval.deals=3", "checkpoint_every=100000"]
-    finals = [train(load_config(SMOKE, cfg_args), tmp_path / f"run{i}", progress=False)
-              for i in range(2)]
-    a, b = (MaskablePPO.load(str(f), device="cpu").policy.state_dict() for f in finals)
-    assert a.keys() == b.keys()
-    assert all(torch.equal(a[k], b[k]) for k in a)
+    cfg_args = ["total_steps=1024", "ppo.n_steps=256", "ppo.batch_size=128", "n_envs=2",
+                "eval.deals=3", "checkpoint_every=100000"]
+    finals = [train(load_config(SMOKE, [*cfg_args, f"subproc={subproc}"]), tmp_path / f"run{i}",
+                    progress=False)
+              for i, subproc in enumerate(["false", "false", "true"])]
+    first, *others = (MaskablePPO.load(str(f), device="cpu").policy.state_dict() for f in finals)
+    for other in others:
+        assert other.keys() == first.keys()
+        assert all(torch.equal(other[k], first[k]) for k in first)
 
 
 def test_export_never_deletes_what_is_not_a_bundle(smoke_run, tmp_path):
