@@ -298,6 +298,31 @@ def test_mc_is_deterministic_given_the_seed():
     assert run() == run()
 
 
+def test_mc_samples_its_worlds_from_the_reset_seed(monkeypatch):
+    """The same seed samples the same worlds; other seeds other worlds (the search is not
+    driven by a fixed seed of its own)."""
+    from agents.knowledge import Knowledge
+
+    drawn: list = []
+    sample = Knowledge.sample
+    monkeypatch.setattr(Knowledge, "sample",
+                        lambda self, rng, *a: drawn.append(sample(self, rng, *a)) or drawn[-1])
+    rules = make_rules("tavern", num_players=4, rounds=1)
+
+    def worlds(seed: int) -> list:
+        drawn.clear()
+        g = Game(rules, seed=11, auto_pass=True)
+        mc = MCAgent(budget=8, min_worlds=2)
+        seat = g.current
+        mc.reset(rules.to_dict(), seat, seed=seed)
+        mc.act(observation_of(g, Encoder(g.R), seat), public_view(g, seat))
+        assert drawn, "the search sampled no world"
+        return [repr(w) for w in drawn]
+
+    assert worlds(1) == worlds(1)
+    assert len({tuple(worlds(seed)) for seed in range(1, 5)}) > 1
+
+
 def test_mc_searches_the_setup_phases():
     # the President's return in the exchange goes through the search too
     titles = ["President", "Vice-President", "Vice-Arschloch", "Arschloch"]

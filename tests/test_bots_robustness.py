@@ -439,23 +439,32 @@ def test_expert_parameters_are_checked_when_made_not_mid_game(overrides, says):
     ExpertAgent(endgame_cards=np.int64(10), pair_bonus=np.float32(0.5))
 
 
-def test_mc_with_a_policy_plays_without_reset():
-    """reset() is optional in the agent protocol; the policy's encoder was made only there."""
+def test_mc_with_a_policy_plays_without_reset(monkeypatch):
+    """reset() is optional in the agent protocol; the policy's encoder was made only there.
+    The policy is asked (not dropped for the expert), and every move is legal."""
     from pathlib import Path
 
     from agents.bundle import load_bundle
+    from conftest import calls_of
 
     bundle = load_bundle(Path(__file__).resolve().parents[1] / "bots" / "ppo_vec_culo_expert")
+    asked = calls_of(monkeypatch, bundle, "policy")
     bot = MCAgent(policy=bundle, budget=4, min_worlds=2)
     game = Game(make_rules("culo", 4), seed=3, auto_pass=True)
     encoder = Encoder(game.R)
     rng = np.random.default_rng(0)
+    decisions = 0
     for _ in range(12):
         seat = game.current
         obs = observation_of(game, encoder, seat)
-        action = bot.act(obs, public_view(game, seat)) if seat == 0 else \
-            int(rng.choice(game.legal_actions()))
+        if seat == 0:
+            action = bot.act(obs, public_view(game, seat))
+            assert action in game.legal_actions()
+            decisions += 1
+        else:
+            action = int(rng.choice(game.legal_actions()))
         game.step(action)
+    assert decisions and len(asked) >= decisions
 
 
 def test_knowledge_without_reset_follows_any_change_of_the_rules_or_seat():

@@ -819,9 +819,16 @@ def test_a_recording_env_refuses_a_shallow_copy_too(tmp_path, make):
         with pytest.raises(TypeError, match="cannot be copied or pickled"):
             copier(env)
     env.close()
+    # without a record an env copies; a deep copy plays on alone
+    import pickle
     plain = make(None)
     plain.reset(seed=0)
-    assert copy.copy(plain) is not plain
+    copy.copy(plain)
+    twin = copy.deepcopy(plain)
+    before = pickle.dumps(plain.game)
+    assert pickle.dumps(twin.game) == before
+    twin.step(max(twin.game.legal_actions()))  # a play, not a pass
+    assert pickle.dumps(plain.game) == before and pickle.dumps(twin.game) != before
 
 
 def test_single_seat_record_names_the_learner_and_its_opponents(tmp_path):

@@ -166,7 +166,7 @@ def test_long_matches_prints_both_ways_of_showing_the_totals():
     assert res.returncode == 0, res.stderr[-2000:]
     lines = res.stdout.splitlines()
     assert lines[0].startswith(f"{ROOT / 'bots' / 'ppo_vec_tavern_multi'} against 3x greedy")
-    for line, label in zip(lines[1:], ("totals unscaled", "totals scaled")):
+    for line, label in zip(lines[1:], ("totals unscaled", "totals scaled"), strict=True):
         assert line.startswith(label) and "rounds 1-5: " in line and "rounds 6-7: " in line
     res = subprocess.run([sys.executable, str(ROOT / "scripts" / "long_matches.py"),
                           "no/such/bundle"], capture_output=True, text=True, timeout=300,
