@@ -12,13 +12,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pexpect  # the dev extra (scripts/env.sh installs it): a missing one fails, not skips
 import pytest
 
 from agents.human import HumanAgent, MoveError, QuitGame, follow_hands, narrate, parse_move
 from arschloch_env.engine import Game
 from arschloch_env.view import public_view
-
-pexpect = pytest.importorskip("pexpect")
 
 ROOT = Path(__file__).resolve().parent.parent
 EXE = str(Path(sys.executable).with_name("arschloch"))
