@@ -268,3 +268,20 @@ def test_a_table_size_listed_twice_plays_other_matches():
     # a list without repeats collects what it did
     both, four = collect("greedy", "culo", [3, 4], 600), collect("greedy", "culo", [4], 300)
     assert np.array_equal(both.action[len(both) - len(four):], four.action)
+
+
+def test_more_jobs_than_cores_collect_what_they_would_on_a_bigger_machine(monkeypatch):
+    """--jobs splits the matches; the processes are capped at the usable cores (300 jobs on
+    2 cores had failed to start its processes, and hung), and the decisions do not change."""
+    import train.clone
+
+    wide = collect("greedy", "culo", [4], 300, seed=2, jobs=3)
+    monkeypatch.setattr(train.clone, "default_jobs", lambda: 1)
+    pools = []
+    real_pool = train.clone.ProcessPoolExecutor
+    monkeypatch.setattr(train.clone, "ProcessPoolExecutor",
+                        lambda workers: pools.append(workers) or real_pool(workers))
+    narrow = collect("greedy", "culo", [4], 300, seed=2, jobs=3)
+    assert pools == [1]
+    for field in ("obs", "mask", "action"):
+        assert np.array_equal(getattr(wide, field), getattr(narrow, field))

@@ -319,7 +319,10 @@ def add_clone_parser(sub) -> None:
                    help="passes over the decisions when fitting (default 8)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the matches played and of the fit (default 0)")
-    p.add_argument("--jobs", type=int, default=1, help="processes collecting decisions")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="parts the matches are split into, each its own process (at most one "
+                        "per usable core at a time); the decisions collected depend on it, not "
+                        "on the machine")
     p.add_argument("--out", required=True, metavar="FILE.npz",
                    help="the policy file, for vec.mix of a ppo-vec config")
     p.set_defaults(func=_cmd_clone)

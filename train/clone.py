@@ -34,6 +34,7 @@ from arschloch_env.observation import Encoder
 from arschloch_env.rules import Rules, make_rules
 from train.ppo_vec_io import actor_mlp
 from train.ppo_vec_seats import NEG
+from train.tournament import default_jobs
 
 
 class TooFewDecisions(ValueError):
@@ -104,7 +105,10 @@ def collect(teacher: str, rules: Rules | str, players: list[int], decisions: int
     if jobs == 1:
         done = [_collect_part(*a) for a in args]
     else:
-        with ProcessPoolExecutor(jobs) as pool:
+        # the parts follow jobs, the processes the cores too: on a smaller machine the
+        # same command collects the same decisions (more slowly), never a process per job
+        # beyond what the system grants
+        with ProcessPoolExecutor(min(jobs, default_jobs())) as pool:
             done = list(pool.map(_collect_part, *zip(*args)))
     return Decisions(*(np.concatenate([getattr(d, f) for d in done])
                        for f in ("obs", "mask", "action")))
@@ -181,7 +185,7 @@ def clone(teacher: str, rules: Rules | str, players: list[int], decisions: int, 
     """Collects, fits and writes the clone (atomically); returns its held-out agreement."""
     import torch
 
-    torch.set_num_threads(max(1, jobs))
+    torch.set_num_threads(max(1, min(jobs, default_jobs())))
     started = time.time()
     data = collect(teacher, rules, players, decisions, seed, jobs, partner)
     log(f"{len(data)} decisions of {teacher} in {time.time() - started:.0f} s")
