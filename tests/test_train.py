@@ -1324,6 +1324,15 @@ def test_a_dotted_set_into_a_mix_changes_one_share_and_keeps_the_others(config):
     assert load_config(None, ["rules_overrides.rounds=3"]).rules_overrides == {"rounds": 3}
 
 
+def test_a_dotted_set_names_a_policy_file_of_a_mix_whole():
+    """A mix's keys may hold dots: vec.mix.bots/expert_clone_culo.npz=0.5 sets that file's
+    share (it was read as vec.mix.bots/expert_clone_culo, a section with a key npz)."""
+    clone = "bots/expert_clone_culo.npz"
+    mix = load_config(ROOT / "configs" / "ppo_vec_culo_expert.yaml",
+                      [f"vec.mix.{clone}=0.5"]).vec.mix
+    assert mix == {"current": 0.2, clone: 0.5}
+
+
 def test_a_bad_config_leaves_no_run_directory(tmp_path):
     res = cli("train", "--config", SMOKE, "--run-dir", tmp_path / "r", "--set", "ppo.n_steps=0")
     assert res.returncode == 2, res.stderr[-2000:]

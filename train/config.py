@@ -420,7 +420,7 @@ def apply_override(data: dict[str, Any], text: str) -> None:
     if not key.strip():
         raise ConfigError(f"--set {text!r}: no key before '='; expected key=value, e.g. "
                           f"total_steps=10000")
-    parts = key.strip().split(".")
+    parts = mapping_key_joined(key.strip().split("."))
     if not all(part.strip() for part in parts):
         raise ConfigError(f"--set {text!r}: the key {key.strip()!r} has an empty part; "
                           f"expected dotted field names, e.g. ppo.learning_rate=0.0003")
@@ -438,6 +438,19 @@ def apply_override(data: dict[str, Any], text: str) -> None:
     except yaml.YAMLError as exc:
         raise ConfigError(f"--set {text!r}: cannot parse the value: "
                           f"{yaml_error_line(exc)}") from None
+
+
+def mapping_key_joined(parts: list[str]) -> list[str]:
+    """The dotted parts of a ``--set`` key, with whatever follows a mapping field (a mix)
+    joined again: its keys may hold dots themselves (``vec.mix.clone.npz=0.8`` sets the share
+    of the policy file ``clone.npz``)."""
+    cls: Any = TrainConfig
+    for i, part in enumerate(parts[:-1]):
+        typ = get_type_hints(cls).get(part) if is_dataclass(cls) else None
+        if get_origin(typ) is dict:
+            return [*parts[:i + 1], ".".join(parts[i + 1:])]
+        cls = typ
+    return parts
 
 
 def check_mix(key: str, mix: dict[str, float]) -> None:
