@@ -914,6 +914,22 @@ def test_learning_rate_decays_to_lr_final(small_run):
     assert [lrs[k] for k in sorted(lrs)] == sorted(lrs.values(), reverse=True)
 
 
+def test_export_lists_a_table_size_trained_twice_once(small_run, tmp_path):
+    """players [4, 4] trains twice the share at 4 players; the bundle plays at 4."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run)
+    latest = json.loads((run / "latest.json").read_text())
+    meta = json.loads((run / latest["meta"]).read_text())
+    meta["config"]["players"] = [4, 4]
+    (run / latest["meta"]).write_text(json.dumps(meta))
+    res = cli("export", run / latest["checkpoint"], "--out", tmp_path / "bots" / "twice")
+    assert res.returncode == 0, res.stderr
+    assert json.loads((tmp_path / "bots" / "twice" / "manifest.json").read_text())[
+        "players"] == [4]
+
+
 def test_export_matches_the_torch_actor(small_run, tmp_path):
     import torch
 

@@ -274,6 +274,8 @@ def export_run(source: Path, out: str | Path, name: str | None = None,
                 "evaluation": evaluations[-1] if evaluations else None}
     if "forwards" in meta:  # ppo-vec: the precision its forwards ran in
         training["forwards"] = meta["forwards"]
+    # a size listed twice trained twice as much at it, and is one table size of the bundle
+    players = sorted(set(players))
     bundle = write_bundle(out, mlp, rules, presets=[rules["preset"]], players=players,
                           name=name or Path(out).name, training=training,
                           torch_program=torch_policy(mlp) if with_torch else None)

@@ -136,9 +136,9 @@ class TrainConfig:
     rules_overrides: dict[str, Any] = field(default_factory=dict)
     """Rules fields to override (as ``--set`` of the other commands)."""
     players: list[int] = field(default_factory=lambda: [4])
-    """Table sizes; env i plays at players[i % len(players)] (one policy for all). Where a
-    config does not give it: the table size its rules file or ``rules_overrides`` names, else
-    4."""
+    """Table sizes; env i plays at players[i % len(players)] (one policy for all; a size
+    listed twice has twice the share). Where a config does not give it: the table size its
+    rules file or ``rules_overrides`` names, else 4."""
     total_steps: int = 200_000
     """Learner decisions to train for."""
     n_envs: int = 2
