@@ -79,6 +79,11 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     """
     root = Path(path)
     mpath = root / "manifest.json"
+    if not root.exists():
+        raise BundleError(f"bundle {str(root)!r}: no such directory")
+    if root.is_file():
+        raise BundleError(f"bundle {str(root)!r}: a file, not a bundle directory: give the "
+                          f"folder that holds manifest.json and policy.onnx")
     if not mpath.is_file():
         raise BundleError(f"bundle {str(root)!r}: no manifest.json (is this a bot bundle?)")
     try:

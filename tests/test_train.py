@@ -719,6 +719,13 @@ def test_bundle_refuses_other_rules_and_damage(bundle, tmp_path):
     with pytest.raises(BundleError, match="preset"):
         agent.reset(make_rules("culo-ten", 4).to_dict(), 0, 0)
 
+    # what is given instead of a bundle directory is named as what it is
+    for where, says in [(tmp_path / "none", "no such directory"),
+                        (out / "manifest.json", "a file, not a bundle directory"),
+                        (tmp_path, "no manifest.json")]:
+        with pytest.raises(BundleError, match=f"^bundle {re.escape(repr(str(where)))}: {says}"):
+            load_bundle(where)
+
     damaged = tmp_path / "damaged"
     shutil.copytree(out, damaged)
     data = bytearray((damaged / "policy.onnx").read_bytes())
