@@ -71,6 +71,11 @@ def test_shipped_configs_load():
     ("league.mix={snapshot: 1}", "(a share of the mix may also name current, snapshots)"),
     ("league.mix={current:0.5}", "league.mix: 'current:0.5' reads as one key with no value; "
                                  "YAML needs a space after the colon (current: 0.5)"),
+    # a block mapping's line without the space (ppo:\n  learning_rate:0.1) is one string
+    ("ppo=learning_rate:0.1", "ppo: expected a mapping, got 'learning_rate:0.1'; YAML needs a "
+                              "space after the colon (learning_rate: 0.1)"),
+    ("league.mix=greedy:0.5", "league.mix: expected a mapping, got 'greedy:0.5'; YAML needs a "
+                              "space after the colon (greedy: 0.5)"),
     ("vec.num_games=64", "vec.num_games: not read by algo ppo; only algo ppo-vec reads it (set "
                          "algo: ppo-vec to use it); remove it from the config or --set"),
 ])

@@ -174,11 +174,18 @@ class TrainConfig:
         return asdict(self)
 
 
+def _not_a_mapping(where: str, value: Any) -> ConfigError:
+    hint = ""
+    if isinstance(value, str) and ":" in value:  # "key:value" without the space is text
+        hint = f"; YAML needs a space after the colon ({value.replace(':', ': ', 1)})"
+    return ConfigError(f"{where}: expected a mapping, got {value!r}{hint}")
+
+
 def _coerce(value: Any, typ: Any, where: str) -> Any:
     """Checks (and lightly converts) a YAML value against a dataclass field type."""
     if is_dataclass(typ):
         if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+            raise _not_a_mapping(where, value)
         return _build(typ, value, where + ".")
     origin = get_origin(typ)
     if origin is UnionType:
@@ -202,7 +209,7 @@ def _coerce(value: Any, typ: Any, where: str) -> Any:
     if origin is dict:
         _, vt = get_args(typ)
         if not isinstance(value, dict):
-            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+            raise _not_a_mapping(where, value)
         glued = [k for k, v in value.items() if v is None and ":" in str(k)]
         if glued:
             spaced = str(glued[0]).replace(":", ": ", 1)
