@@ -65,7 +65,7 @@ class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
             ``(rng, k) -> k agents`` called at every reset (for leagues).
         reward: ``"place"`` or ``"points"``.
         on_illegal: ``"penalty"`` (void, penalised) or ``"raise"``.
-        illegal_penalty: reward of a void illegal action.
+        illegal_penalty: reward of a void illegal action (at most 0).
         record_path: write every match as a game record there (closed by ``close()``, or when
             the env is dropped or the interpreter exits),
             with the learner's seat named ``"learner"`` and each opponent by its spec.
@@ -99,7 +99,7 @@ class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
         self.fixed_seat = None if seat is None else int(seat)
         self.reward_mode = reward
         self.on_illegal = on_illegal
-        self.illegal_penalty = _finite_reward("illegal_penalty", illegal_penalty)
+        self.illegal_penalty = _penalty("illegal_penalty", illegal_penalty)
         self.render_mode = render_mode
         if opponent_sampler is not None and opponents is not None:
             raise ValueError("give opponents or opponent_sampler, not both: the sampler draws "
@@ -294,12 +294,13 @@ class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
                 f"call reset() to start a new episode")
 
 
-def _finite_reward(name: str, value: Any) -> float:
+def _penalty(name: str, value: Any) -> float:
+    """A reward of at most 0: a positive one would pay for illegal moves."""
     is_number = (isinstance(value, (int, float, np.integer, np.floating))
                  and not isinstance(value, bool))
-    if not (is_number and math.isfinite(value)):
-        raise ValueError(f"{name} {value!r} is not a reward; allowed: a finite number "
-                         f"such as -0.1")
+    if not (is_number and math.isfinite(value) and value <= 0):
+        raise ValueError(f"{name} {value!r} is not a penalty; allowed: a finite number of at "
+                         f"most 0, such as -0.1 (the reward of an illegal move)")
     return float(value)
 
 

@@ -701,12 +701,14 @@ def test_single_seat_human_render_prints_on_reset_as_the_aec_env(capsys):
         assert "culo, 3 players" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("bad", ["x", None, True, float("nan"), float("inf")])
+@pytest.mark.parametrize("bad", ["x", None, True, float("nan"), float("inf"), -float("inf"),
+                                 0.5])
 def test_single_seat_bad_illegal_penalty_is_named(bad):
-    with pytest.raises(ValueError, match=r"illegal_penalty .* is not a reward; allowed: a "
-                                         r"finite number"):
+    with pytest.raises(ValueError, match=r"illegal_penalty .* is not a penalty; allowed: a "
+                                         r"finite number of at most 0"):
         SingleSeatEnv(illegal_penalty=bad)
     assert SingleSeatEnv(illegal_penalty=np.float32(-1)).illegal_penalty == -1.0
+    assert SingleSeatEnv(illegal_penalty=0).illegal_penalty == 0.0
 
 
 def _play_aec_match(env, seed):
