@@ -164,6 +164,10 @@ def _agent_from_class_spec(text: str) -> Any:
     if cls is None:
         raise AgentSpecError(f"agent spec {text!r}: module {module_name!r} has no "
                              f"{cls_name!r}")
+    if not isinstance(cls, type):  # never call what is not a class: os:system, os:abort
+        raise AgentSpecError(f"agent spec {text!r}: {cls_name!r} of module {module_name!r} is "
+                             f"a {type(cls).__name__}, not a class; the spec names an agent "
+                             f"class, with act(observation, view)")
     try:
         agent = cls()
     except Exception as exc:  # noqa: BLE001 - any constructor failure is the spec's fault

@@ -107,6 +107,18 @@ def test_malformed_class_specs_name_the_expected_form(spec):
         make_agent(spec)
 
 
+def test_a_class_spec_never_calls_what_is_not_a_class(monkeypatch):
+    """os:system would have run a shell (and os:abort ended the process) before the spec
+    was found not to name an agent."""
+    import os
+    calls = []
+    monkeypatch.setattr(os, "system", lambda *a: calls.append(a) or 0)
+    with pytest.raises(AgentSpecError, match="'system' of module 'os' is a function, not a "
+                                             "class"):
+        make_agent("os:system")
+    assert calls == []
+
+
 @pytest.mark.parametrize("body,why", [("def broken(:\n", "SyntaxError"),
                                       ("raise RuntimeError('no config')\n", "no config")])
 def test_user_module_that_fails_to_load_is_a_spec_error(tmp_path, monkeypatch, body, why):
