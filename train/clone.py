@@ -105,9 +105,9 @@ def collect(teacher: str, rules: Rules | str, players: list[int], decisions: int
     if jobs == 1:
         done = [_collect_part(*a) for a in args]
     else:
-        # the parts follow jobs, the processes the cores too: on a smaller machine the
-        # same command collects the same decisions (more slowly), never a process per job
-        # beyond what the system grants
+        # jobs sets the parts, and so the decisions; the processes are capped at the cores
+        # too, so a smaller machine collects the same ones (more slowly), not more processes
+        # than the system grants
         with ProcessPoolExecutor(min(jobs, default_jobs())) as pool:
             done = list(pool.map(_collect_part, *zip(*args)))
     return Decisions(*(np.concatenate([getattr(d, f) for d in done])
