@@ -190,9 +190,10 @@ def play_difference(trained: dict[str, Any], rules: dict[str, Any]) -> str | Non
     return None
 
 
-def check_rules(manifest: dict[str, Any], rules: Any, where: str = "bundle") -> None:
+def check_rules(manifest: dict[str, Any], rules: Any, where: str = "bundle") -> dict[str, Any]:
     """Raises BundleError unless the bundle was made for these rules (a dict, or a
-    :class:`~arschloch_env.rules.Rules`) and this table size."""
+    :class:`~arschloch_env.rules.Rules`) and this table size; returns them as the rules dict
+    the env gives (``view['rules']``)."""
     from arschloch_env.rules import Rules, RulesError, make_rules
 
     if not isinstance(rules, (Rules, dict)):
@@ -214,6 +215,7 @@ def check_rules(manifest: dict[str, Any], rules: Any, where: str = "bundle") -> 
     if rules.get("num_players") not in manifest.get("players", []):
         raise BundleError(f"{where}: trained for {manifest.get('players')} players, not "
                           f"{rules.get('num_players')}")
+    return rules
 
 
 def totals_scale(manifest: dict[str, Any], rules: dict[str, Any]) -> float:
@@ -303,8 +305,7 @@ class BundleAgent:
     def reset(self, rules: Any, seat: int, seed: int | None = None) -> None:
         from arschloch_env.rules import is_integer
 
-        check_rules(self.manifest, rules, where=f"bundle {str(self.path)!r}")
-        self._rules_checked = rules.to_dict() if hasattr(rules, "to_dict") else rules
+        self._rules_checked = check_rules(self.manifest, rules, where=f"bundle {str(self.path)!r}")
         n = self._rules_checked["num_players"]
         if not (is_integer(seat) and 0 <= seat < n):
             raise BundleError(f"bundle {str(self.path)!r}: seat {seat!r}; allowed: an integer "

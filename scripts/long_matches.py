@@ -51,14 +51,15 @@ def stretches(rounds: int) -> list[tuple[int, int]]:
     return [(lo, hi) for lo, hi in dict.fromkeys(spans) if lo < hi]
 
 
-def rank_points(make_bot, field: str, rules, matches: int, seed: int) -> np.ndarray:
-    """[matches, rounds]: the bundle's rank points in each round of each match."""
+def rank_points(bot, field: str, rules, matches: int, seed: int) -> np.ndarray:
+    """[matches, rounds]: the bundle's rank points in each round of each match (``bot`` is
+    reset at each, as the agent protocol has it)."""
     n = rules.num_players
     points = np.zeros((matches, rules.rounds))
     for m in range(matches):
         seat = m % n
         agents = [make_agent(field) for _ in range(n)]
-        agents[seat] = make_bot()
+        agents[seat] = bot
         game = play_match(rules, agents, seed=seed + m)
         for r, places in enumerate(game.round_places):
             points[m, r] = n - places[seat]
@@ -83,9 +84,9 @@ def main(argv=None) -> None:
     print(f"{a.bundle} against {a.players - 1}x {a.field}, {a.rules}, {a.rounds}-round matches, "
           f"{a.matches} matches from seed {a.seed}; rank points per round (par "
           f"{(a.players - 1) / 2:g}), 95% CI over matches")
-    for label, make_bot in (("totals unscaled", lambda: Unscaled(a.bundle)),
-                            ("totals scaled", lambda: load_bundle(a.bundle))):
-        points = rank_points(make_bot, a.field, rules, a.matches, a.seed)
+    for label, bot in (("totals unscaled", Unscaled(a.bundle)),
+                       ("totals scaled", load_bundle(a.bundle))):
+        points = rank_points(bot, a.field, rules, a.matches, a.seed)
         cells = [f"rounds {lo + 1}-{hi}: {mean_ci(points[:, lo:hi].mean(axis=1)).text()}"
                  for lo, hi in stretches(a.rounds)]
         print(f"{label:16} " + "; ".join(cells), flush=True)
