@@ -83,3 +83,28 @@ def test_command_lines_run_in_order(tmp_path):
     assert ran == RUN
     assert (tmp_path / "runs" / "games.jsonl").is_file()
     assert (tmp_path / "runs" / "expert-vs-greedy" / "results.json").is_file()
+
+
+def markdown_files() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
+            *sorted((ROOT / "bots").glob("*/*.md"))]
+
+
+def heading_anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("md", markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_reach_a_file_and_heading(md):
+    links = re.findall(r"\]\(([^)\s]+)\)", md.read_text())
+    for link in links:
+        if re.match(r"[a-z]+:", link):  # http:, https:, mailto:
+            continue
+        path, _, anchor = link.partition("#")
+        target = (md.parent / path).resolve() if path else md
+        assert target.exists(), f"{md.name} links to {link}: no such file or folder"
+        if anchor:
+            headings = re.findall(r"^#+ (.*)$", target.read_text(), flags=re.M)
+            assert anchor in {heading_anchor(h) for h in headings}, \
+                f"{md.name} links to {link}: {target.name} has no such heading"
