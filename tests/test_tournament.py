@@ -224,7 +224,9 @@ def _figures(res):
     return d
 
 
-def test_same_figures_for_one_and_two_jobs_and_every_seat_played():
+def test_same_figures_for_one_and_two_jobs_and_every_seat_played(monkeypatch):
+    # two worker processes even on a one-core machine
+    monkeypatch.setattr("train.tournament.default_jobs", lambda: 2)
     a = run_tournament("culo", [LowestAgent(), "random"], deals=6, seed=11, jobs=1)
     b = run_tournament("culo", [LowestAgent(), "random"], deals=6, seed=11, jobs=2)
     assert a.run["jobs"] == 1 and b.run["jobs"] == 2
@@ -239,6 +241,14 @@ def test_same_figures_for_one_and_two_jobs_and_every_seat_played():
         pytest.approx(6.0)
     c = run_tournament("culo", [LowestAgent(), "random"], deals=6, seed=12, jobs=1)
     assert _figures(c) != _figures(a)
+
+
+def test_worker_processes_are_capped_at_the_usable_cores(monkeypatch):
+    monkeypatch.setattr("train.tournament.default_jobs", lambda: 2)
+    res = run_tournament("culo", ["greedy", "random"], deals=6, seed=11, jobs=64)
+    assert res.run["jobs"] == 2
+    assert _figures(res) == _figures(run_tournament("culo", ["greedy", "random"], deals=6,
+                                                    seed=11, jobs=1))
 
 
 def test_session_mode_plays_whole_matches_and_mixed_tables():

@@ -649,7 +649,8 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
         deals: blocks to play (each: one deal in every seating).
         seed: seed of the whole tournament; ``None`` draws one (it is in the result).
         mode: ``"duplicate"`` (one round per deal) or ``"session"`` (whole matches).
-        jobs: worker processes (default: every core); the figures do not depend on it.
+        jobs: worker processes (default, and at most: every core this process may use);
+            the figures do not depend on it.
         players: table size (default: the rules', or the number of specs if one per seat).
         seatings: ``"all"`` distinct seatings or ``"rotate"`` (cyclic shifts only).
         record: write every game's record (JSON Lines) to this file, in block order.
@@ -696,8 +697,10 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
         except (OSError, ValueError) as exc:
             raise TournamentError(f"record: {exc}") from None
 
-    # a person reads and types at this terminal: worker processes have no stdin
-    jobs = 1 if any(getattr(a, "interactive", False) for a in made.values()) else min(jobs, deals)
+    # a person reads and types at this terminal: worker processes have no stdin; and more
+    # processes than cores only take turns, each with its own copy of the bots
+    jobs = (1 if any(getattr(a, "interactive", False) for a in made.values())
+            else min(jobs, deals, default_jobs()))
     player = BlockPlayer(played, specs, labels, orders, seed, record is not None,
                          made if jobs == 1 else None)
     started = time.time()

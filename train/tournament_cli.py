@@ -40,7 +40,8 @@ def add_parser(sub) -> None:
                         "(expert and greedy beside 2x random: expert +0.22 over greedy one "
                         "way, +0.56 the other)")
     p.add_argument("--jobs", type=int, default=None, metavar="J",
-                   help="worker processes (default: every core); results do not depend on it")
+                   help="worker processes (default, and at most: every core this process may "
+                        "use); results do not depend on it")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="output directory (default runs/tournament/<time>)")
     p.add_argument("--record", metavar="FILE", help="write every game's record (JSON Lines)")
