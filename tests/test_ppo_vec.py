@@ -566,6 +566,37 @@ def test_freed_memory_is_kept_only_where_glibc_mallopt_is(monkeypatch):
     assert calls == []
 
 
+@pytest.mark.parametrize("critic_state", [False, True])
+def test_rollout_buffers_are_the_bytes_counted_before_they_are_made(critic_state):
+    from train.ppo_vec import Rollout
+    sizes = (16, 12, 413, 224 if critic_state else None, 49)
+    buf = Rollout(*sizes)
+    made = [a for a in vars(buf).values() if isinstance(a, np.ndarray)]
+    assert len(made) == len(Rollout.arrays(*sizes)) == 9 + critic_state
+    assert Rollout.nbytes(*sizes) == sum(a.nbytes for a in made)
+
+
+def test_a_rollout_larger_than_the_available_memory_is_refused_before_it_starts(tmp_path):
+    from train.ppo_vec import check_rollout_fits
+    meminfo = tmp_path / "meminfo"
+    cfg = load_config(ROOT / "configs" / "ppo_vec_culo_multi.yaml")  # about 190 MB of buffers
+    meminfo.write_text("MemTotal:       1000000 kB\nMemAvailable:     100000 kB\n")
+    with pytest.raises(ConfigError, match=r"vec.num_games 1024 x vec.rollout_steps 64: the "
+                       r"rollout's buffers alone need 0\.\d GiB, more than the 0\.1 GiB"):
+        check_rollout_fits(cfg, str(meminfo))
+    meminfo.write_text("MemAvailable:    8000000 kB\n")
+    check_rollout_fits(cfg, str(meminfo))
+    check_rollout_fits(cfg, str(tmp_path / "absent"))  # not Linux: nothing to check against
+
+
+def test_a_huge_run_is_refused_at_once_and_leaves_no_run_directory(tmp_path):
+    run = tmp_path / "run"
+    res = cli(*train_args(run, "vec.num_games=100000000"), timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert "vec.num_games 100000000 x vec.rollout_steps 32" in res.stderr
+    assert "GiB of memory available; lower either" in res.stderr
+
+
 @pytest.mark.parametrize("flags, slow", [
     ("fpu avx2 avx512f avx512_bf16", False), ("fpu avx2 amx_bf16 amx_tile", False),
     ("fpu avx avx2 fma", True), ("Features: fp asimd bf16", False)])

@@ -165,25 +165,40 @@ class Rollout:
 
     def __init__(self, T: int, B: int, obs_size: int, hidden_size: int | None,
                  num_actions: int):
-        rows = CARRIED + T
-        self.obs = np.zeros((rows, B, obs_size), np.float32)
-        self.hidden = np.zeros((rows, B, hidden_size), np.float32) if hidden_size else None
+        self.hidden = None
         """For a critic on the full state: the state's columns after the observation's
         (:meth:`~arschloch_env.vector.VectorGame.hidden_state`). Writing whole states took the
         engine four times as long (the observation over again) and 2.6 times the memory."""
-        self.mask = np.zeros((rows, B, num_actions), np.int8)
-        self.action = np.zeros((rows, B), np.int64)
-        self.logp = np.zeros((rows, B), np.float32)
-        self.value = np.zeros((rows, B), np.float32)
-        self.seat = np.zeros((rows, B), np.int64)
-        self.trained = np.zeros((rows, B), bool)
-        self.rewards = np.zeros((rows, B, SEATS), np.float32)
-        self.done = np.zeros((rows, B), bool)
+        for name, (shape, dtype) in self.arrays(T, B, obs_size, hidden_size,
+                                                num_actions).items():
+            setattr(self, name, np.zeros(shape, dtype))
         self.seat[:CARRIED] = np.arange(CARRIED)[:, None]
         self.scratch: dict[str, Any] = {}
         """The update's tensors of a rollout's size (bfloat16 inputs, each epoch's rows),
         kept from one update to the next: made anew, each paid a page fault per 4 KiB
         written, and the state's epoch gather took four times as long."""
+
+    @staticmethod
+    def arrays(T: int, B: int, obs_size: int, hidden_size: int | None,
+               num_actions: int) -> dict[str, tuple[tuple[int, ...], Any]]:
+        """Each buffer's shape and dtype."""
+        rows = CARRIED + T
+        hidden = {"hidden": ((rows, B, hidden_size), np.float32)} if hidden_size else {}
+        return {"obs": ((rows, B, obs_size), np.float32), **hidden,
+                "mask": ((rows, B, num_actions), np.int8),
+                "action": ((rows, B), np.int64),
+                "logp": ((rows, B), np.float32),
+                "value": ((rows, B), np.float32),
+                "seat": ((rows, B), np.int64),
+                "trained": ((rows, B), np.bool_),
+                "rewards": ((rows, B, SEATS), np.float32),
+                "done": ((rows, B), np.bool_)}
+
+    @classmethod
+    def nbytes(cls, *sizes: int | None) -> int:
+        """The buffers' bytes for :meth:`arrays` of ``sizes``, before any is made."""
+        return sum(math.prod(shape) * np.dtype(dtype).itemsize
+                   for shape, dtype in cls.arrays(*sizes).values())
 
     def scratch_tensor(self, name: str, shape: tuple[int, ...], dtype, device):
         """The kept tensor ``name`` of this shape, dtype and device, made on first use (and
@@ -571,6 +586,7 @@ def setup(cfg: TrainConfig, league: League, steps: int):
     rng = np.random.default_rng([cfg.seed, steps])
     pool = SnapshotPool(league, device, fixed=policy_files(cfg))
     pool.refresh()
+    check_rollout_fits(cfg)
     tables = make_tables(cfg, steps, pool, rng, generator)
     vg = tables[0].vg
     nets = make_nets(cfg, vg.obs_size, vg.state_size, vg.num_actions, device)
@@ -578,6 +594,36 @@ def setup(cfg: TrainConfig, league: League, steps: int):
     buf = Rollout(cfg.vec.rollout_steps, sum(t.B for t in tables), vg.obs_size,
                   vg.hidden_size if cfg.vec.critic_state else None, vg.num_actions)
     return tables, nets, optimizer, buf, pool, generator, device
+
+
+def available_memory(meminfo: str = "/proc/meminfo") -> int | None:
+    """Bytes of memory available now (Linux's ``MemAvailable``), or None where not known."""
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_rollout_fits(cfg: TrainConfig, meminfo: str = "/proc/meminfo") -> None:
+    """Refuses a run whose rollout buffers alone need more memory than is available, before
+    anything is made: a huge ``vec.num_games`` spent minutes seating its games, then failed
+    or was killed."""
+    from arschloch_env.vector import VectorGame
+    from train.sb3_trainer import rules_for
+
+    vg = VectorGame(rules_for(cfg, cfg.players[0]), num_games=1)  # the sizes of every table
+    need = Rollout.nbytes(cfg.vec.rollout_steps, cfg.vec.num_games, vg.obs_size,
+                          vg.hidden_size if cfg.vec.critic_state else None, vg.num_actions)
+    free = available_memory(meminfo)
+    if free is not None and need > free:
+        raise ConfigError(f"vec.num_games {cfg.vec.num_games} x vec.rollout_steps "
+                          f"{cfg.vec.rollout_steps}: the rollout's buffers alone need "
+                          f"{need / 2**30:.1f} GiB, more than the {free / 2**30:.1f} GiB of "
+                          f"memory available; lower either")
 
 
 def policy_files(cfg: TrainConfig) -> tuple[str, ...]:
