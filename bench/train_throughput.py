@@ -79,10 +79,8 @@ def time_iterations(tables, nets, opt, buf, cfg, gen, device,
 
 
 def bench_vec(cfg, args) -> None:
-    from train import ppo_vec
-    ppo_vec.passive_openmp(cfg)  # before torch loads
-
     import numpy as np
+    from train import ppo_vec
     from train.league import League
     from train.ppo_vec_io import actor_mlp
 

@@ -109,9 +109,10 @@ class VecConfig:
     engine_threads: int = 1
     """Numba threads of the VectorGames (1: the calling thread)."""
     collect_threads: int = 1
-    """Torch threads while collecting (the update uses ``torch_threads``). With more than
-    one thread in either, the trainer sets ``OMP_WAIT_POLICY=PASSIVE`` (unless set): spinning
-    OpenMP threads on cores shared with other busy processes slow torch down many times."""
+    """Torch threads while collecting (the update uses ``torch_threads``). Idle OpenMP threads
+    spin, as torch's are left to: fastest on cores of their own, but runs side by side on the
+    same cores slow each other down several times. Give each run one thread, or set
+    ``OMP_WAIT_POLICY=PASSIVE`` in its environment (README, "Speed")."""
     bfloat16: bool | str = False
     """The learner's forward passes (collecting and the update) in bfloat16 under
     ``torch.autocast``, its weights and Adam in float32: on CPUs with bfloat16 products

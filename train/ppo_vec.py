@@ -65,7 +65,6 @@ read alike in TensorBoard.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -503,15 +502,6 @@ def learn(nets, optimizer, buf, cfg, generator, device) -> tuple[int, dict[str, 
 
 # -- the run ----------------------------------------------------------------------------------
 
-def passive_openmp(cfg: TrainConfig) -> None:
-    """With more than one torch thread, idle OpenMP threads sleep instead of spinning
-    (``OMP_WAIT_POLICY=PASSIVE``, unless set): on cores shared with other busy processes,
-    spinning threads made the update 13 times slower (2 shared cores). It only works before
-    torch is loaded, which the trainer and the benchmark do later."""
-    if max(cfg.torch_threads, cfg.vec.collect_threads) > 1 and "torch" not in sys.modules:
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
 
 
@@ -711,7 +701,6 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
           progress: bool | None = None) -> Path:
     """Trains per ``cfg`` into ``run_dir`` and returns the final checkpoint's path (called by
     :func:`train.sb3_trainer.train`, which has settled whether the run is new or resumed)."""
-    passive_openmp(cfg)
     from agents.bundle import file_sha256
     from train.ppo_vec_run import Bookkeeper
     from train.sb3_trainer import RunDir
@@ -776,5 +765,5 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
 
 __all__ = ["Nets", "Rollout", "carry_open_transitions", "collect_rollout",
            "compute_advantages", "critic_values", "iteration", "keep_freed_memory", "learn",
-           "make_nets", "make_optimizer", "make_tables", "passive_openmp", "policy_actions",
+           "make_nets", "make_optimizer", "make_tables", "policy_actions",
            "ppo_update", "setup", "train", "update_inputs"]
