@@ -515,7 +515,12 @@ class VectorGame(RefusesCopyWhileRecording):
         """The actions as contiguous int64; the action of a game not in ``active`` (a
         waiting game) is ignored, even one that int64 cannot hold."""
         B = self.num_games
-        a = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
+        try:
+            a = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
+        except ValueError:  # ragged: e.g. a bundle's (actions, logits) pair
+            raise VectorActionError(f"actions: expected an integer array of shape ({B},), one "
+                                    f"action id per game, got a {type(actions).__name__} of "
+                                    f"parts of different shapes") from None
         if a.shape != (B,):
             raise VectorActionError(f"actions: expected shape ({B},), one action id per game, "
                                     f"got shape {a.shape}")

@@ -385,6 +385,9 @@ def test_bad_actions_name_the_game_and_change_nothing():
         vg.step(actions.astype(float))
     with pytest.raises(VectorActionError, match="integer array, got dtype bool"):
         vg.step(np.ones(8, bool))
+    with pytest.raises(VectorActionError, match=r"shape \(8,\), one action id per game, got "
+                                                r"a tuple of parts of different shapes"):
+        vg.step((actions, np.zeros((8, vg.num_actions))))  # a bundle's policy() as it comes
     assert np.array_equal(vg._st, before[0]) and np.array_equal(vg._rng, before[1])
     assert np.array_equal(vg.action_masks, mask)
     vg.step(actions.astype(np.int32))  # other integer dtypes are fine
