@@ -72,6 +72,15 @@ def _described(event: dict) -> str:
         return _json(event)
 
 
+def _rules_label(rules) -> str:
+    """The record's rules as :attr:`Rules.label` reads them; its preset name where they are
+    not rules (describing an event must not fail on what replaying it would refuse)."""
+    try:
+        return Rules.from_dict(rules).label
+    except (RulesError, TypeError):
+        return str(rules.get("preset") if isinstance(rules, dict) else None)
+
+
 def _cards(cards) -> str:
     """A card list as text; also a corrupt one (a number, a list of numbers), since the
     line that reports the corruption describes the event."""
@@ -86,7 +95,7 @@ def describe_event(event: dict) -> str:
         agents = event.get("agents") or {}
         seats = ", ".join(f"{p}" + (f" ({agents[p]})" if p in agents else "")
                           for p in event.get("players", []))
-        return (f"== match {event.get('index')} ({event.get('rules', {}).get('preset')}, "
+        return (f"== match {event.get('index')} ({_rules_label(event.get('rules'))}, "
                 f"seed {event.get('seed')}): {seats}")
     if kind == "round":
         hands = "\n".join(f"     {p}: {_cards(h)}" for p, h in event.get("hands", {}).items())

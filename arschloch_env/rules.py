@@ -160,6 +160,18 @@ class Rules:
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
 
+    def overrides(self) -> dict[str, Any]:
+        """The fields that differ from the preset's at this table size, in the JSON form."""
+        preset = Rules.from_preset(self.preset, self.num_players).to_dict()
+        return {k: v for k, v in self.to_dict().items() if preset[k] != v}
+
+    @property
+    def label(self) -> str:
+        """The preset's name and the fields that differ from it, for people to read:
+        ``tavern (no_finish_on_top=true)``."""
+        changed = ", ".join(f"{k}={json.dumps(v)}" for k, v in self.overrides().items())
+        return f"{self.preset} ({changed})" if changed else self.preset
+
     # -- derived facts (not serialised) -------------------------------------------------------
 
     @cached_property
@@ -348,11 +360,21 @@ def make_rules(rules: "Rules | str | dict | None" = "culo", num_players: int | N
                     _drop_same_preset(data["preset"], overrides)
                 return Rules.from_dict({**data, **_with_one_match_end(overrides)})
             except RulesError as exc:  # the message's start names the field; callers read it
+                if _is_valid(data):  # the overrides are at fault, not the file
+                    raise
                 raise RulesError(f"{exc} (rules file {name!r})") from None
         raise RulesError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)} "
                          f"(or a .yaml/.json rules file)")
     raise RulesError(f"rules: expected a preset name ({', '.join(PRESETS)}), a dict or a "
                      f".yaml/.json rules file, got {type(rules).__name__}")
+
+
+def _is_valid(data: dict) -> bool:
+    try:
+        Rules.from_dict(data)
+    except RulesError:
+        return False
+    return True
 
 
 def players_or_default(rules: "Rules | str | dict | None", num_players: int | None,

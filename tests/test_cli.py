@@ -142,7 +142,7 @@ def test_simulate_tavern_one_agent_for_all(tmp_path):
     res = ok(cli("simulate", "--rules", "tavern", "--players", "5", "--matches", "2",
                  "--seed", "1", "--set", "rounds=1", "--agents", "random", "--record",
                  str(path)))
-    assert "tavern, 5 players" in res.stdout
+    assert "tavern (rounds=1), 5 players" in res.stdout  # the rules as played
     events = events_of(path)
     assert events[0]["rules"]["num_players"] == 5 and events[0]["rules"]["rounds"] == 1
     # rotate: match k is led by seat k in round 1
@@ -299,7 +299,7 @@ def test_a_tournament_worker_that_dies_is_an_error_not_a_hang(tmp_path):
 def test_simulate_without_record():
     res = ok(cli("simulate", "--rules", "culo-ten", "--players", "3", "--matches", "1",
                  "--set", "rounds=1"))
-    assert "1 match(es), 1 round(s) of culo-ten, 3 players" in res.stdout
+    assert "1 match(es), 1 round(s) of culo-ten (rounds=1), 3 players" in res.stdout
 
 
 # -- rules ----------------------------------------------------------------------------------------

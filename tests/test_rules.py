@@ -67,6 +67,16 @@ def test_json_round_trip(name, n):
     assert make_rules(r.to_dict()) == r
 
 
+def test_label_names_the_preset_and_every_field_that_differs_from_it():
+    assert make_rules("culo", 4).label == "culo"
+    assert make_rules("tavern", 5, no_finish_on_top=True).label == \
+        "tavern (no_finish_on_top=true)"
+    r = make_rules("culo", 3, rounds=1, rank_order=["8", "9", "T", "J", "Q", "K", "A", "7"])
+    assert r.overrides() == {"rank_order": ["8", "9", "T", "J", "Q", "K", "A", "7"],
+                             "rounds": 1}
+    assert r.label == 'culo (rank_order=["8", "9", "T", "J", "Q", "K", "A", "7"], rounds=1)'
+
+
 def test_derived_facts():
     culo, ten, tav = make_rules("culo"), make_rules("culo-ten"), make_rules("tavern")
     assert culo.deck_size == 32 and tav.deck_size == 52 and make_rules("culo-52").deck_size == 52
@@ -203,6 +213,14 @@ def test_a_rules_file_that_cannot_be_read_is_a_clean_error(tmp_path):
     bogus.write_text("preset: culo\nrounds: 0\n")
     with pytest.raises(RulesError, match=rf"^rounds: .*\(rules file '{bogus}'\)$"):
         make_rules(str(bogus), 4)
+    # ... and only its own: a bad override beside a good file is the override's
+    bogus.write_text("preset: tavern\nno_finish_on_top: true\n")
+    with pytest.raises(RulesError, match=r"^first_leader: 'bogus' is not allowed; allowed: "
+                                         r"lowest_club, rotate$"):
+        make_rules(str(bogus), 4, first_leader="bogus")
+    # a file valid only with the overrides is taken with them
+    bogus.write_text("preset: culo\nrounds: 0\n")
+    assert make_rules(str(bogus), 4, rounds=3).rounds == 3
 
 
 def test_a_numpy_seed_is_recorded_as_a_json_int():

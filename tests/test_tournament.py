@@ -15,7 +15,7 @@ import pytest
 from arschloch_env.cli import main as cli_main
 from arschloch_env.records import read_matches
 from arschloch_env.rules import make_rules
-from train.report import FILES, csv_text, text_report
+from train.report import FILES, csv_text, headline, text_report
 from train.tournament import (
     TournamentError, plan_table, run_tournament, seatings_of, summarise,
 )
@@ -271,6 +271,13 @@ def test_reports_rank_the_bots_and_label_every_column():
     rows = [r for r in markdown_table(res).splitlines()[2:]]
     assert [r.split("|")[1].strip() for r in rows] == ["greedy", "random"]
     assert "| bot | 1 | 2 | 3 | 4 |" in markdown_report(res)
+    assert markdown_report(res).startswith("# Tournament: culo, 4 players, duplicate mode")
+    house = run_tournament("tavern", ["random", "greedy"], deals=1, seed=0, jobs=1,
+                           no_finish_on_top=True)
+    # the rules as given: a duplicate tournament's single rounds are its mode, not house rules
+    assert markdown_report(house).startswith(
+        "# Tournament: tavern (no_finish_on_top=true), 4 players, duplicate mode")
+    assert headline(house).startswith("tavern (no_finish_on_top=true), 4 players, duplicate")
     csv = csv_text(res)
     assert all(f"bot,{b},openskill_{k}," in csv for b in ("greedy", "random")
                for k in ("mu", "sigma", "ordinal"))

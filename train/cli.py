@@ -207,10 +207,9 @@ def rules_options(rules: dict) -> str:
     import json
     import shlex
 
-    from arschloch_env.rules import make_rules
-    preset = make_rules(rules["preset"], rules["num_players"]).to_dict()
-    return "".join(f" --set {shlex.quote(f'{k}={json.dumps(v)}')}" for k, v in rules.items()
-                   if preset.get(k) != v)
+    from arschloch_env.rules import Rules
+    return "".join(f" --set {shlex.quote(f'{k}={json.dumps(v)}')}"
+                   for k, v in Rules.from_dict(rules).overrides().items())
 
 
 def checkpoint_policy(checkpoint: Path):

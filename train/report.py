@@ -12,6 +12,7 @@ import json
 import os
 from pathlib import Path
 
+from arschloch_env.rules import Rules
 from train.files import write_atomic
 from train.stats import Estimate
 from train.tournament import TournamentResult
@@ -53,7 +54,7 @@ def headline(res: TournamentResult) -> str:
     unit = block_unit(res)
     status = "" if res.complete else (f" -- INTERRUPTED: {res.deals_done} of "
                                       f"{res.deals_requested} {unit}s finished")
-    return (f"{r['preset']}, {r['num_players']} players, {what}: {res.deals_done} {unit}(s) x "
+    return (f"{Rules.from_dict(res.rules_given).label}, {r['num_players']} players, {what}: {res.deals_done} {unit}(s) x "
             f"{len(res.seat_orders)} seating(s) = {res.games} game(s), {res.rounds} round(s); "
             f"seed {res.seed}; {level_text(res.level)} CI over {unit}s{status}")
 
@@ -150,7 +151,7 @@ def few_blocks_note(res: TournamentResult) -> str | None:
 def markdown_report(res: TournamentResult) -> str:
     r = res.rules
     unit = block_unit(res)
-    lines = [f"# Tournament: {r['preset']}, {r['num_players']} players, {res.mode} mode", "",
+    lines = [f"# Tournament: {Rules.from_dict(res.rules_given).label}, {r['num_players']} players, {res.mode} mode", "",
              headline(res), "", markdown_table(res), "",
              "Score: rank points per round over n - 1 (1 = President, 0 = Arschloch). "
              f"Intervals are Student-t over {unit}s (a {unit} with all its seatings is one "
