@@ -1032,6 +1032,8 @@ def test_sigkill_then_resume_continues(tmp_path):
 
     res = cli(*train_args(run, *extra), "--resume")  # the same command again, resumed
     assert res.returncode == 0, res.stderr[-3000:]
+    assert (f"resuming {run} from its checkpoint at step {first['steps']} (total_steps="
+            f"{total})") in res.stderr
     meta = latest_meta(run)
     assert meta["steps"] >= total and meta["config"]["total_steps"] == total
     # the league of the checkpoint, then the snapshots of the resumed run

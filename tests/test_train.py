@@ -389,9 +389,11 @@ def test_sigkill_then_resume_loses_nothing(tmp_path):
         assert zipfile.is_zipfile(final), f"{final} is half-written"
 
     # the run's own config; --set extends it (and config.yaml says so for the next resume)
+    at = json.loads((run / "latest.json").read_text())["steps"]
     res = cli("train", "--run-dir", run, "--resume", "--no-progress",
               "--set", "total_steps=14000")
     assert res.returncode == 0, res.stderr[-3000:]
+    assert f"resuming {run} from its checkpoint at step {at} (total_steps=14000)" in res.stderr
     assert yaml.safe_load((run / "config.yaml").read_text())["total_steps"] == 14000
     last = json.loads((run / "latest.json").read_text())
     assert last["steps"] >= 14000
@@ -1509,10 +1511,16 @@ def test_interrupted_message_names_the_way_on(tmp_path):
     (run / "config.yaml").write_text("algo: ppo\n")
     assert ("before the first checkpoint; arschloch train --resume --run-dir "
             f"'{run}' starts the run over") in interrupted_message(run)
+    assert "export" not in interrupted_message(run)
+    # an evaluation before the first checkpoint wrote a best one: it can be exported now
+    (run / "checkpoints").mkdir()
+    (run / "checkpoints" / "best.json").write_text(json.dumps({"steps": 1500, "best": 0.4}))
+    assert interrupted_message(run).endswith(
+        f"(keeping what this attempt wrote); its best checkpoint so far (step 1500) exports "
+        f"with arschloch export '{run}'")
     (run / "latest.json").write_text(json.dumps({"checkpoint": "checkpoints/step_2048.zip",
                                                  "meta": "checkpoints/step_2048.json",
                                                  "steps": 2048}))
-    (run / "checkpoints").mkdir()
     for name in ("step_2048.zip", "step_2048.json"):
         (run / "checkpoints" / name).write_text("")
     assert interrupted_message(run) == (f"interrupted; the last checkpoint (step 2048) is kept: "

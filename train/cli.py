@@ -145,15 +145,21 @@ def interrupted_message(run_dir: Path) -> str:
     import shlex
 
     from train.config import ConfigError
-    from train.files import read_latest
+    from train.files import read_latest, read_run_json
     if not (run_dir / "config.yaml").is_file():
         return "interrupted before the run started; nothing to continue: run the command again"
     again = f"arschloch train --resume --run-dir {shlex.quote(str(run_dir))}"
     try:
         steps = read_latest(run_dir)["steps"]
     except ConfigError:
+        try:  # an evaluation before the first checkpoint may have written a best one
+            best = read_run_json(run_dir / "checkpoints" / "best.json")["steps"]
+            exportable = (f"; its best checkpoint so far (step {best}) exports with arschloch "
+                          f"export {shlex.quote(str(run_dir))}")
+        except (ConfigError, KeyError):
+            exportable = ""
         return (f"interrupted before the first checkpoint; {again} starts the run over "
-                f"(keeping what this attempt wrote)")
+                f"(keeping what this attempt wrote){exportable}")
     return f"interrupted; the last checkpoint (step {steps}) is kept: continue with {again}"
 
 

@@ -733,8 +733,8 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             load_state(nets, optimizer, state)
         except ValueError as exc:
             raise ConfigError(f"{'--resume' if resume else 'init_from'}: {exc}") from None
-    if resume:  # with what --set changed, once the run has what it goes on from
-        run.write_config(cfg)
+    if resume:
+        run.resumed(cfg, steps)
     book = Bookkeeper(cfg, run, league, meta, progress, policy_digests=digests)
     book.start(nets, steps)
     if cfg.vec.bfloat16 == "auto":

@@ -277,6 +277,14 @@ class RunDir:
         """A new ``earlier_attempts/<time>/`` for what an attempt left."""
         return fresh_directory(self.root / self.SET_ASIDE / time.strftime("%Y%m%d-%H%M%S"))
 
+    def resumed(self, cfg: TrainConfig, steps: int) -> None:
+        """Once a resumed run has loaded what it goes on from: its config.yaml rewritten with
+        what ``--set`` changed, and a line saying where it goes on (a run without a progress
+        bar said nothing until its first evaluation)."""
+        self.write_config(cfg)
+        print(f"resuming {self.root} from its checkpoint at step {steps} (total_steps="
+              f"{cfg.total_steps})", file=sys.stderr, flush=True)
+
     def set_aside_stale_best(self, steps: int) -> Path | None:
         """Moves a best checkpoint written after the checkpoint at ``steps`` (by an attempt
         that went on and stopped later: moves the resumed run will not make) to
@@ -564,7 +572,7 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
         # the league's current weights may be those of an attempt that went on past the
         # checkpoint; the first episodes, drawn before training starts, must not play them
         league.update_current(policy_mlp(model))
-        run.write_config(cfg)  # with what --set changed, once the checkpoint has loaded
+        run.resumed(cfg, model.num_timesteps)
     model.lr_schedule = lr_schedule(cfg)  # the config's, also when it changed for the resume
     if meta is not None:  # SB3 keeps a logger set here: learn() makes none of its own
         model.set_logger(resumed_logger(
