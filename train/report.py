@@ -54,9 +54,10 @@ def headline(res: TournamentResult) -> str:
     unit = block_unit(res)
     status = "" if res.complete else (f" -- INTERRUPTED: {res.deals_done} of "
                                       f"{res.deals_requested} {unit}s finished")
-    return (f"{Rules.from_dict(res.rules_given).label}, {r['num_players']} players, {what}: {res.deals_done} {unit}(s) x "
-            f"{len(res.seat_orders)} seating(s) = {res.games} game(s), {res.rounds} round(s); "
-            f"seed {res.seed}; {level_text(res.level)} CI over {unit}s{status}")
+    return (f"{Rules.from_dict(res.rules_given).label}, {r['num_players']} players, {what}: "
+            f"{res.deals_done} {unit}(s) x {len(res.seat_orders)} seating(s) = {res.games} "
+            f"game(s), {res.rounds} round(s); seed {res.seed}; {level_text(res.level)} CI over "
+            f"{unit}s{status}")
 
 
 def cell(label: str) -> str:
@@ -151,7 +152,8 @@ def few_blocks_note(res: TournamentResult) -> str | None:
 def markdown_report(res: TournamentResult) -> str:
     r = res.rules
     unit = block_unit(res)
-    lines = [f"# Tournament: {Rules.from_dict(res.rules_given).label}, {r['num_players']} players, {res.mode} mode", "",
+    lines = [f"# Tournament: {Rules.from_dict(res.rules_given).label}, {r['num_players']} "
+             f"players, {res.mode} mode", "",
              headline(res), "", markdown_table(res), "",
              "Score: rank points per round over n - 1 (1 = President, 0 = Arschloch). "
              f"Intervals are Student-t over {unit}s (a {unit} with all its seatings is one "
