@@ -14,6 +14,8 @@ itself, so it works through ``SubprocVecEnv``. ``info["action_mask"]`` has it to
 SB3's and Gymnasium's checkers sample actions without a mask, so an illegal action here is void
 as the rules say: nothing changes, the same seat acts again, and the step returns
 ``illegal_penalty`` with ``info["illegal"] = True`` (or raises, with ``on_illegal="raise"``).
+A policy without the mask may pick the same illegal action over and over on the same
+observation: ``max_illegal`` void actions in a row truncate the episode.
 An id outside the action space is no move at all: it raises
 ``arschloch_env.actions.ActionError`` either way.
 """
@@ -66,6 +68,8 @@ class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
         reward: ``"place"`` or ``"points"``.
         on_illegal: ``"penalty"`` (void, penalised) or ``"raise"``.
         illegal_penalty: reward of a void illegal action (at most 0).
+        max_illegal: void illegal actions in a row that truncate the episode (``None``:
+            never; a deterministic policy without the mask could then loop forever).
         record_path: write every match as a game record there (closed by ``close()``, or when
             the env is dropped or the interpreter exits),
             with the learner's seat named ``"learner"`` and each opponent by its spec.
@@ -82,7 +86,8 @@ class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
                  opponent_sampler: OpponentSampler | None = None, reward: str = "place",
                  on_illegal: str = "penalty", illegal_penalty: float = -0.1,
                  render_mode: str | None = None, record_path: str | None = None,
-                 mask_in_observation: bool = True, **overrides: Any):
+                 mask_in_observation: bool = True, max_illegal: int | None = 100,
+                 **overrides: Any):
         from agents.base import agent_label, resolve_agents
         num_players = players_or_default(rules, num_players, overrides)
         self.rules = make_rules(rules, num_players, **overrides)
@@ -95,11 +100,15 @@ class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
         if on_illegal not in ("penalty", "raise"):
             raise ValueError(f"on_illegal {on_illegal!r}; allowed: penalty, raise")
         if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode {render_mode!r}; allowed: None, ansi, human")
+            raise RenderModeError(f"render_mode {render_mode!r}; allowed: None, ansi, human")
+        if max_illegal is not None and not (is_integer(max_illegal) and max_illegal >= 1):
+            raise ValueError(f"max_illegal {max_illegal!r}; allowed: a whole number >= 1 (void "
+                             f"illegal actions in a row that truncate the episode) or None")
         self.fixed_seat = None if seat is None else int(seat)
         self.reward_mode = reward
         self.on_illegal = on_illegal
         self.illegal_penalty = _penalty("illegal_penalty", illegal_penalty)
+        self.max_illegal = None if max_illegal is None else int(max_illegal)
         self.render_mode = render_mode
         if opponent_sampler is not None and opponents is not None:
             raise ValueError("give opponents or opponent_sampler, not both: the sampler draws "
@@ -133,6 +142,7 @@ class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
         self.game: Game | None = None
         self.seat = 0
         self.illegal_count = 0
+        self._illegal_run = 0
         self._writer = (RecordWriter(record_path).close_with(self) if record_path is not None
                         else None)
         self._closed = False
@@ -151,7 +161,7 @@ class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
         super().reset(seed=seed)
         self.match_index = _next_match_index(self.match_index, seed, options)
         # Counted per episode, so that a seeded reset reproduces every step's info.
-        self.illegal_count = 0
+        self.illegal_count = self._illegal_run = 0
         skipped = 0
         while True:
             reward = self._start_match()
@@ -212,9 +222,12 @@ class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
             if self.on_illegal == "raise":
                 raise
             self.illegal_count += 1
-            return self._obs(), self.illegal_penalty, False, False, {
+            self._illegal_run += 1
+            truncated = self.max_illegal is not None and self._illegal_run >= self.max_illegal
+            return self._obs(), self.illegal_penalty, False, truncated, {
                 "action_mask": self._info_mask(), "illegal": True,
                 "illegal_count": self.illegal_count}
+        self._illegal_run = 0
         reward, self._carry = self._carry + self._learner_reward(), 0.0
         reward += self._play_opponents()
         terminated = g.is_over
@@ -292,6 +305,12 @@ class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
                 f"the episode was broken by the error of the opponent in "
                 f"{player_name(g.current)} ({self._opponent_error or 'see the earlier error'}); "
                 f"call reset() to start a new episode")
+
+
+class RenderModeError(ValueError, TypeError):
+    """A render mode the env does not draw. Also a ``TypeError``, as an unexpected argument
+    is: SB3's ``make_vec_env(ENV_ID)`` passes ``render_mode="rgb_array"`` and makes the env
+    again without it only on a ``TypeError``."""
 
 
 def _penalty(name: str, value: Any) -> float:

@@ -489,6 +489,40 @@ def test_single_seat_illegal_action_is_void_with_penalty():
     assert env.step(illegal)[4]["illegal_count"] == 1
 
 
+def test_single_seat_illegal_actions_in_a_row_truncate_the_episode():
+    """A policy without the mask picks the same illegal id on the same observation forever
+    (SB3's evaluate_policy with a deterministic plain PPO hung): max_illegal stops it."""
+    env = SingleSeatEnv(rules="culo", num_players=4, seat=0, max_illegal=3)
+    env.reset(seed=1)
+    illegal = int(np.flatnonzero(~env.action_masks())[0])
+    assert [env.step(illegal)[3] for _ in range(2)] == [False, False]
+    env.step(int(np.flatnonzero(env.action_masks())[0]))  # a legal move starts the count over
+    illegal = int(np.flatnonzero(~env.action_masks())[0])
+    assert [env.step(illegal)[3] for _ in range(3)] == [False, False, True]
+    assert env.illegal_count == 5 and not env.game.is_over
+    env.reset(seed=1)
+    assert not env.step(illegal)[3]  # the count is per episode
+    assert SingleSeatEnv("culo").max_illegal == 100
+    never = SingleSeatEnv("culo", max_illegal=None)
+    never.reset(seed=1)
+    illegal = int(np.flatnonzero(~never.action_masks())[0])
+    assert not any(never.step(illegal)[3] for _ in range(150))
+    for bad in (0, -1, 2.5, "3", True):
+        with pytest.raises(ValueError, match=rf"max_illegal {bad!r}; allowed: a whole number"):
+            SingleSeatEnv("culo", max_illegal=bad)
+
+
+def test_sb3_make_vec_env_builds_the_registered_env():
+    """make_vec_env asks for render_mode="rgb_array" and retries without it on a TypeError."""
+    from stable_baselines3.common.env_util import make_vec_env
+    venv = make_vec_env("arschloch_env.single:Arschloch-v0", n_envs=2,
+                        env_kwargs=dict(mask_in_observation=False))
+    assert venv.num_envs == 2 and venv.env_method("action_masks")[0].dtype == bool
+    venv.close()
+    with pytest.raises(ValueError, match="render_mode 'rgb_array'; allowed: None, ansi, human"):
+        SingleSeatEnv("culo", render_mode="rgb_array")
+
+
 def test_single_seat_illegal_action_raises_when_asked():
     env = SingleSeatEnv(rules="tavern", num_players=3, seat=0, on_illegal="raise")
     env.reset(seed=2)
