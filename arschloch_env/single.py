@@ -255,7 +255,11 @@ class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
         return self.action_masks().astype(np.int8)  # as the observation's, for sample(mask)
 
     def render(self) -> str | None:
-        if self.render_mode is None or self.game is None:
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode='ansi' or "
+                            "'human' to SingleSeatEnv")
+            return None
+        if self.game is None:
             return None
         text = render_text(self.game, seat=self.seat)
         if self.render_mode == "human":

@@ -106,6 +106,10 @@ def test_render_without_mode_warns():
     env.reset(seed=0)
     with pytest.warns(UserWarning, match="render_mode"):
         assert env.render() is None
+    single = SingleSeatEnv(rules="culo", num_players=4)
+    single.reset(seed=0)
+    with pytest.warns(UserWarning, match="render_mode"):
+        assert single.render() is None
 
 
 def play_random_episode(env, seed):
