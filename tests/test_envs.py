@@ -516,6 +516,7 @@ def test_single_seat_illegal_actions_in_a_row_truncate_the_episode():
             SingleSeatEnv("culo", max_illegal=bad)
 
 
+@pytest.mark.filterwarnings("ignore:.*render_mode='rgb_array' that is not in the possible")
 def test_sb3_make_vec_env_builds_the_registered_env():
     """make_vec_env asks for render_mode="rgb_array" and retries without it on a TypeError."""
     from stable_baselines3.common.env_util import make_vec_env
