@@ -595,6 +595,7 @@ def test_a_huge_run_is_refused_at_once_and_leaves_no_run_directory(tmp_path):
     assert res.returncode == 2, res.stderr
     assert "vec.num_games 100000000 x vec.rollout_steps 32" in res.stderr
     assert "GiB of memory available; lower either" in res.stderr
+    assert not run.exists()
 
 
 @pytest.mark.parametrize("flags, slow", [
