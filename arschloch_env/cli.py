@@ -353,7 +353,7 @@ class _Summary:
 
     def table(self, rules: Rules, labels: list[str]) -> str:
         r = max(self.rounds, 1)
-        head = (f"{self.matches} match(es), {self.rounds} round(s) of {rules.label}, "
+        head = (f"{self.matches} match(es), {self.rounds} round(s) of {rules.label()}, "
                 f"{self.n} players")
         width = max(22, *map(len, labels))
         rows = [head, f"{'seat':9} {'agent':{width}} {'mean place':>10} {'points/rnd':>10} "

@@ -73,10 +73,10 @@ def _described(event: dict) -> str:
 
 
 def _rules_label(rules) -> str:
-    """The record's rules as :attr:`Rules.label` reads them; its preset name where they are
+    """The record's rules as :meth:`Rules.label` reads them; its preset name where they are
     not rules (describing an event must not fail on what replaying it would refuse)."""
     try:
-        return Rules.from_dict(rules).label
+        return Rules.from_dict(rules).label()
     except (RulesError, TypeError):
         return str(rules.get("preset") if isinstance(rules, dict) else None)
 

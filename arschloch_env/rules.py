@@ -160,16 +160,19 @@ class Rules:
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
 
-    def overrides(self) -> dict[str, Any]:
-        """The fields that differ from the preset's at this table size, in the JSON form."""
+    def overrides(self, match_end: bool = True) -> dict[str, Any]:
+        """The fields that differ from the preset's at this table size, in the JSON form;
+        without ``rounds`` and ``target_points`` with ``match_end=False``."""
         preset = Rules.from_preset(self.preset, self.num_players).to_dict()
-        return {k: v for k, v in self.to_dict().items() if preset[k] != v}
+        skip = () if match_end else MATCH_END
+        return {k: v for k, v in self.to_dict().items() if preset[k] != v and k not in skip}
 
-    @property
-    def label(self) -> str:
+    def label(self, match_end: bool = True) -> str:
         """The preset's name and the fields that differ from it, for people to read:
-        ``tavern (no_finish_on_top=true)``."""
-        changed = ", ".join(f"{k}={json.dumps(v)}" for k, v in self.overrides().items())
+        ``tavern (no_finish_on_top=true)``; ``match_end=False`` leaves out a match length
+        that the reader is told otherwise, or that is not played (duplicate tournaments)."""
+        changed = ", ".join(f"{k}={json.dumps(v)}"
+                            for k, v in self.overrides(match_end).items())
         return f"{self.preset} ({changed})" if changed else self.preset
 
     # -- derived facts (not serialised) -------------------------------------------------------
@@ -264,13 +267,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
+MATCH_END = ("rounds", "target_points")
+"""The fields that say when a match ends."""
+
+
 def _with_one_match_end(overrides: dict[str, Any]) -> dict[str, Any]:
     """``overrides``, where they set one of ``rounds``/``target_points`` but not the other,
     with the other cleared, so that ``target_points=15`` on a 5-round match (a preset, a
     rules object, its JSON form or a file) is a first-to-15 match. Setting one to null (as
     it is already, say) clears nothing: the other stays the match's end."""
     out = dict(overrides)
-    for field, other in (("rounds", "target_points"), ("target_points", "rounds")):
+    for field, other in (MATCH_END, MATCH_END[::-1]):
         if overrides.get(field) is not None and other not in overrides:
             out[other] = None
     return out

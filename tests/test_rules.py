@@ -68,13 +68,17 @@ def test_json_round_trip(name, n):
 
 
 def test_label_names_the_preset_and_every_field_that_differs_from_it():
-    assert make_rules("culo", 4).label == "culo"
-    assert make_rules("tavern", 5, no_finish_on_top=True).label == \
+    assert make_rules("culo", 4).label() == "culo"
+    assert make_rules("tavern", 5, no_finish_on_top=True).label() == \
         "tavern (no_finish_on_top=true)"
     r = make_rules("culo", 3, rounds=1, rank_order=["8", "9", "T", "J", "Q", "K", "A", "7"])
     assert r.overrides() == {"rank_order": ["8", "9", "T", "J", "Q", "K", "A", "7"],
                              "rounds": 1}
-    assert r.label == 'culo (rank_order=["8", "9", "T", "J", "Q", "K", "A", "7"], rounds=1)'
+    assert r.label() == 'culo (rank_order=["8", "9", "T", "J", "Q", "K", "A", "7"], rounds=1)'
+    assert r.label(match_end=False) == 'culo (rank_order=["8", "9", "T", "J", "Q", "K", "A", "7"])'
+    points = make_rules("culo", 4, target_points=20)
+    assert points.label() == "culo (rounds=null, target_points=20)"
+    assert points.label(match_end=False) == "culo"
 
 
 def test_derived_facts():

@@ -278,6 +278,12 @@ def test_reports_rank_the_bots_and_label_every_column():
     assert markdown_report(house).startswith(
         "# Tournament: tavern (no_finish_on_top=true), 4 players, duplicate mode")
     assert headline(house).startswith("tavern (no_finish_on_top=true), 4 players, duplicate")
+    # a match length the rules ask for shows where it is played, in whole matches only
+    three = {"preset": "culo", "num_players": 4, "rounds": 3}
+    assert headline(run_tournament(three, ["random", "greedy"], deals=1, seed=0,
+                                   jobs=1)).startswith("culo, 4 players, duplicate")
+    assert headline(run_tournament(three, ["random", "greedy"], deals=1, seed=0, jobs=1,
+                                   mode="session")).startswith("culo (rounds=3), 4 players")
     csv = csv_text(res)
     assert all(f"bot,{b},openskill_{k}," in csv for b in ("greedy", "random")
                for k in ("mu", "sigma", "ordinal"))

@@ -47,6 +47,12 @@ def block_unit(res: TournamentResult) -> str:
     return "deal" if res.mode == "duplicate" else "session"
 
 
+def rules_label(res: TournamentResult) -> str:
+    """The rules as given; in duplicate mode without their match length, which it does not
+    play (every deal is one round)."""
+    return Rules.from_dict(res.rules_given).label(match_end=res.mode != "duplicate")
+
+
 def headline(res: TournamentResult) -> str:
     r = res.rules
     what = ("duplicate, 1 round per deal" if res.mode == "duplicate"
@@ -54,7 +60,7 @@ def headline(res: TournamentResult) -> str:
     unit = block_unit(res)
     status = "" if res.complete else (f" -- INTERRUPTED: {res.deals_done} of "
                                       f"{res.deals_requested} {unit}s finished")
-    return (f"{Rules.from_dict(res.rules_given).label}, {r['num_players']} players, {what}: "
+    return (f"{rules_label(res)}, {r['num_players']} players, {what}: "
             f"{res.deals_done} {unit}(s) x {len(res.seat_orders)} seating(s) = {res.games} "
             f"game(s), {res.rounds} round(s); seed {res.seed}; {level_text(res.level)} CI over "
             f"{unit}s{status}")
@@ -152,7 +158,7 @@ def few_blocks_note(res: TournamentResult) -> str | None:
 def markdown_report(res: TournamentResult) -> str:
     r = res.rules
     unit = block_unit(res)
-    lines = [f"# Tournament: {Rules.from_dict(res.rules_given).label}, {r['num_players']} "
+    lines = [f"# Tournament: {rules_label(res)}, {r['num_players']} "
              f"players, {res.mode} mode", "",
              headline(res), "", markdown_table(res), "",
              "Score: rank points per round over n - 1 (1 = President, 0 = Arschloch). "

@@ -112,12 +112,10 @@ def _holds_complete_report(out: str) -> bool:
 def _unplayed_match_length(res) -> str | None:
     """A note on a match length that a rules file asked for (in place of its preset's) and
     that duplicate mode, one round per deal, did not play (``--set`` ones are refused)."""
-    from arschloch_env.rules import make_rules
+    from arschloch_env.rules import MATCH_END, Rules
 
-    given = res.rules_given
-    preset = make_rules(given["preset"], given["num_players"]).to_dict()
-    asked = [f"{k}={given[k]}" for k in ("rounds", "target_points")
-             if given[k] != preset[k] and given[k] not in (None, 1)]
+    asked = [f"{k}={v}" for k, v in Rules.from_dict(res.rules_given).overrides().items()
+             if k in MATCH_END and v not in (None, 1)]
     if res.mode != "duplicate" or not asked:
         return None
     return (f"note: the rules' {asked[0]} was not played: duplicate mode plays every deal as "
