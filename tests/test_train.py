@@ -1515,9 +1515,15 @@ def test_interrupted_message_names_the_way_on(tmp_path):
     # an evaluation before the first checkpoint wrote a best one: it can be exported now
     (run / "checkpoints").mkdir()
     (run / "checkpoints" / "best.json").write_text(json.dumps({"steps": 1500, "best": 0.4}))
+    assert "export" not in interrupted_message(run)  # its weights were never written
+    (run / "checkpoints" / "best.pt").write_text("")
     assert interrupted_message(run).endswith(
         f"(keeping what this attempt wrote); its best checkpoint so far (step 1500) exports "
-        f"with arschloch export '{run}'")
+        f"now: arschloch export '{run}' --out DIR")
+    (run / "checkpoints" / "best.json").write_text(json.dumps({"steps": None}))  # damaged
+    assert "export" not in interrupted_message(run)
+    for name in ("best.pt", "best.json"):
+        (run / "checkpoints" / name).unlink()
     (run / "latest.json").write_text(json.dumps({"checkpoint": "checkpoints/step_2048.zip",
                                                  "meta": "checkpoints/step_2048.json",
                                                  "steps": 2048}))

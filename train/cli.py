@@ -145,22 +145,44 @@ def interrupted_message(run_dir: Path) -> str:
     import shlex
 
     from train.config import ConfigError
-    from train.files import read_latest, read_run_json
+    from train.files import read_latest
     if not (run_dir / "config.yaml").is_file():
         return "interrupted before the run started; nothing to continue: run the command again"
     again = f"arschloch train --resume --run-dir {shlex.quote(str(run_dir))}"
     try:
         steps = read_latest(run_dir)["steps"]
     except ConfigError:
-        try:  # an evaluation before the first checkpoint may have written a best one
-            best = read_run_json(run_dir / "checkpoints" / "best.json")["steps"]
-            exportable = (f"; its best checkpoint so far (step {best}) exports with arschloch "
-                          f"export {shlex.quote(str(run_dir))}")
-        except (ConfigError, KeyError):
-            exportable = ""
         return (f"interrupted before the first checkpoint; {again} starts the run over "
-                f"(keeping what this attempt wrote){exportable}")
+                f"(keeping what this attempt wrote){_best_so_far(run_dir)}")
     return f"interrupted; the last checkpoint (step {steps}) is kept: continue with {again}"
+
+
+def _best_so_far(run_dir: Path) -> str:
+    """What to say of a best checkpoint that an evaluation wrote before the first checkpoint:
+    it exports, until a resume starts the run over and moves it to earlier_attempts/."""
+    import shlex
+
+    from train.config import ConfigError
+    from train.files import read_run_json
+    best = whole_best(run_dir)
+    try:
+        steps = read_run_json(best.with_suffix(".json"))["steps"] if best else None
+    except (ConfigError, KeyError):
+        steps = None
+    if not isinstance(steps, int):
+        return ""
+    return (f"; its best checkpoint so far (step {steps}) exports now: arschloch export "
+            f"{shlex.quote(str(run_dir))} --out DIR")
+
+
+def whole_best(run_dir: Path) -> Path | None:
+    """The run's best checkpoint, where both its weights and its metadata were written (a kill
+    between the two leaves the weights alone)."""
+    for suffix in CHECKPOINT_SUFFIXES:
+        best = run_dir / "checkpoints" / f"best{suffix}"
+        if best.is_file() and best.with_suffix(".json").is_file():
+            return best
+    return None
 
 
 CHECKPOINT_SUFFIXES = (".zip", ".pt")
@@ -173,11 +195,8 @@ def resolve_checkpoint(source: Path) -> tuple[Path, dict]:
     from train.config import ConfigError
     from train.files import read_latest, read_run_json
     if source.is_dir():
-        best = [source / "checkpoints" / f"best{s}" for s in CHECKPOINT_SUFFIXES]
-        # weights without metadata: a kill cut the best's write short
-        best = [b for b in best if b.is_file() and b.with_suffix(".json").is_file()]
-        if best:
-            source = best[0]
+        if best := whole_best(source):
+            source = best
         elif (source / "latest.json").is_file():
             try:
                 source = source / read_latest(source)["checkpoint"]
