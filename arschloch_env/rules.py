@@ -367,8 +367,8 @@ def make_rules(rules: "Rules | str | dict | None" = "culo", num_players: int | N
                     _drop_same_preset(data["preset"], overrides)
                 return Rules.from_dict({**data, **_with_one_match_end(overrides)})
             except RulesError as exc:  # the message's start names the field; callers read it
-                if _is_valid(data):  # the overrides are at fault, not the file
-                    raise
+                if str(exc).split(":")[0] in overrides or _is_valid(data):
+                    raise  # the overrides are at fault, not the file
                 raise RulesError(f"{exc} (rules file {name!r})") from None
         raise RulesError(f"unknown preset {name!r}; allowed: {', '.join(PRESETS)} "
                          f"(or a .yaml/.json rules file)")
@@ -377,6 +377,7 @@ def make_rules(rules: "Rules | str | dict | None" = "culo", num_players: int | N
 
 
 def _is_valid(data: dict) -> bool:
+    """Whether a rules file's fields make rules on their own (without the overrides)."""
     try:
         Rules.from_dict(data)
     except RulesError:

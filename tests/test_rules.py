@@ -225,6 +225,10 @@ def test_a_rules_file_that_cannot_be_read_is_a_clean_error(tmp_path):
     # a file valid only with the overrides is taken with them
     bogus.write_text("preset: culo\nrounds: 0\n")
     assert make_rules(str(bogus), 4, rounds=3).rounds == 3
+    # beside a bad file, a bad override is still the override's
+    with pytest.raises(RulesError, match=r"^first_leader: 'bogus' is not allowed; allowed: "
+                                         r"lowest_club, rotate$"):
+        make_rules(str(bogus), 4, first_leader="bogus")
 
 
 def test_a_numpy_seed_is_recorded_as_a_json_int():
