@@ -94,6 +94,19 @@ class VectorActionError(IllegalActionError):
         self.game = game
 
 
+def action_array(actions: Any, num_games: int) -> np.ndarray:
+    """``actions`` as an array, or a :class:`VectorActionError` naming the shape expected where
+    numpy cannot make one (ragged parts: e.g. a bundle's ``(actions, logits)`` pair)."""
+    if isinstance(actions, np.ndarray):
+        return actions
+    try:
+        return np.asarray(actions)
+    except ValueError:
+        raise VectorActionError(f"actions: expected an integer array of shape ({num_games},), "
+                                f"one action id per game, got a {type(actions).__name__} of "
+                                f"parts of different shapes") from None
+
+
 def check_seed(seed: Any, num_games: int) -> None:
     """Refuses a seed that :class:`VectorGame` cannot seed ``num_games`` games with (see its
     ``seed`` argument), so that an adapter can refuse it when given, not at a later reset.
@@ -515,12 +528,7 @@ class VectorGame(RefusesCopyWhileRecording):
         """The actions as contiguous int64; the action of a game not in ``active`` (a
         waiting game) is ignored, even one that int64 cannot hold."""
         B = self.num_games
-        try:
-            a = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
-        except ValueError:  # ragged: e.g. a bundle's (actions, logits) pair
-            raise VectorActionError(f"actions: expected an integer array of shape ({B},), one "
-                                    f"action id per game, got a {type(actions).__name__} of "
-                                    f"parts of different shapes") from None
+        a = action_array(actions, B)
         if a.shape != (B,):
             raise VectorActionError(f"actions: expected shape ({B},), one action id per game, "
                                     f"got shape {a.shape}")

@@ -69,7 +69,7 @@ from arschloch_env.engine import Game, player_name
 from arschloch_env.observation import Encoder
 from arschloch_env.rules import Rules, is_integer
 from arschloch_env.single import LEARNER_LABEL
-from arschloch_env.vector import VectorActionError, VectorGame, check_seed
+from arschloch_env.vector import VectorActionError, VectorGame, action_array, check_seed
 from arschloch_env.view import public_view
 
 Opponent = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -265,8 +265,8 @@ class ArschlochVecEnv(VecEnv):
             VectorActionError: another shape (flattening one of the same size would hand
                 games each other's actions); the env is unchanged.
         """
-        a = np.asarray(actions)
         n = self.num_envs
+        a = action_array(actions, n)
         if a.size != n or (a.ndim and a.shape[0] != n):
             raise VectorActionError(f"actions: expected shape ({n},), one action id per game, "
                                     f"got shape {a.shape}")

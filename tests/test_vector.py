@@ -703,6 +703,9 @@ def test_vec_env_refuses_actions_of_another_shape():
                                                     r"per game, got shape "
                                                     + re.escape(str(bad.shape))):
             env.step(bad)
+    with pytest.raises(VectorActionError, match=r"shape \(4,\), one action id per game, got a "
+                                                r"tuple of parts of different shapes"):
+        env.step((legal, np.zeros((4, env.action_space.n))))  # a bundle's policy() as it comes
     obs, rew, done, _ = env.step(legal.reshape(4, 1))  # a policy's column is fine
     want = twin.step(legal)
     assert np.array_equal(obs, want[0]) and np.array_equal(rew, want[1])
