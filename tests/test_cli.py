@@ -287,6 +287,8 @@ def test_an_agent_that_calls_sys_exit_is_an_agent_failure_not_a_quiet_success(co
     assert not (tmp_path / "r.jsonl").exists()
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one usable core: the tournament "
+                    "plays in its own process, with no worker to die")
 def test_a_tournament_worker_that_dies_is_an_error_not_a_hang(tmp_path):
     res = cli("tournament", "--bots", "tests.test_cli:ProcessKillerAgent", "greedy", "--deals",
               "4", "--jobs", "2", "--no-plots", "--out", str(tmp_path / "t"))

@@ -618,10 +618,11 @@ class StopSignalProbe(LowestAgent):
 PARENT = os.getpid()
 
 
-def test_tournament_workers_end_on_sigterm_wherever_they_wait():
+def test_tournament_workers_end_on_sigterm_wherever_they_wait(monkeypatch):
     """The pool's terminate() sends SIGTERM; the command's handler, inherited, would run
     only between bytecodes, and a worker waiting in a lock outlived it (a hang seen once)."""
     from arschloch_env.cli import stopping_as_on_ctrl_c
+    monkeypatch.setattr("train.tournament.default_jobs", lambda: 2)  # also on one core
     with stopping_as_on_ctrl_c():
         res = run_tournament("culo", [StopSignalProbe(), "random"], deals=4, seed=1,
                              players=4, jobs=2)
