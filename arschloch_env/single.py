@@ -15,7 +15,8 @@ SB3's and Gymnasium's checkers sample actions without a mask, so an illegal acti
 as the rules say: nothing changes, the same seat acts again, and the step returns
 ``illegal_penalty`` with ``info["illegal"] = True`` (or raises, with ``on_illegal="raise"``).
 A policy without the mask may pick the same illegal action over and over on the same
-observation: ``max_illegal`` void actions in a row truncate the episode.
+observation: ``max_illegal`` void actions in a row truncate the episode (an unfinished match,
+which the record leaves out; a masked policy never meets it).
 An id outside the action space is no move at all: it raises
 ``arschloch_env.actions.ActionError`` either way.
 """
@@ -70,9 +71,10 @@ class SingleSeatEnv(RefusesCopyWhileRecording, gym.Env):
         illegal_penalty: reward of a void illegal action (at most 0).
         max_illegal: void illegal actions in a row that truncate the episode (``None``:
             never; a deterministic policy without the mask could then loop forever).
-        record_path: write every match as a game record there (closed by ``close()``, or when
-            the env is dropped or the interpreter exits),
-            with the learner's seat named ``"learner"`` and each opponent by its spec.
+        record_path: write every finished match as a game record there (closed by
+            ``close()``, or when the env is dropped or the interpreter exits), with the
+            learner's seat named ``"learner"`` and each opponent by its spec; a match cut short
+            by ``max_illegal`` is left out, and its index with it.
         mask_in_observation: the observation is the AEC env's dict, the vector with its int8
             ``action_mask`` (as INTERFACES.md's action encoding has it; the default), or with
             ``False`` the vector alone, which SB3's ``MlpPolicy`` with ``action_masks()``
