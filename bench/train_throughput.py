@@ -166,10 +166,10 @@ def main() -> None:
     if args.steps is None:
         args.steps = 400_000 if cfg.algo == "ppo-vec" else 20_000
     print(host_line(), flush=True)
-    if cfg.algo == "ppo-vec":
-        bench_vec(cfg, args)
-    else:
-        bench_sb3(cfg, args)
+    try:
+        (bench_vec if cfg.algo == "ppo-vec" else bench_sb3)(cfg, args)
+    except ConfigError as exc:  # found when the trainer is built (a policy file, memory)
+        parser.error(str(exc))
 
 
 if __name__ == "__main__":

@@ -583,10 +583,17 @@ def test_a_rollout_larger_than_the_available_memory_is_refused_before_it_starts(
     meminfo.write_text("MemTotal:       1000000 kB\nMemAvailable:     100000 kB\n")
     with pytest.raises(ConfigError, match=r"vec.num_games 1024 x vec.rollout_steps 64: the "
                        r"rollout's buffers alone need 0\.\d GiB, more than the 0\.1 GiB"):
-        check_rollout_fits(cfg, str(meminfo))
+        check_rollout_fits(cfg, str(meminfo), str(tmp_path))  # no cgroup files there
     meminfo.write_text("MemAvailable:    8000000 kB\n")
-    check_rollout_fits(cfg, str(meminfo))
-    check_rollout_fits(cfg, str(tmp_path / "absent"))  # not Linux: nothing to check against
+    check_rollout_fits(cfg, str(meminfo), str(tmp_path))
+    check_rollout_fits(cfg, str(tmp_path / "absent"), str(tmp_path))  # nothing to check against
+    # a container's limit is what the run has, however much the host has
+    (tmp_path / "memory.max").write_text("1073741824\n")
+    (tmp_path / "memory.current").write_text("973078528\n")
+    with pytest.raises(ConfigError, match=r"more than the 0\.1 GiB of memory available"):
+        check_rollout_fits(cfg, str(meminfo), str(tmp_path))
+    (tmp_path / "memory.max").write_text("max\n")
+    check_rollout_fits(cfg, str(meminfo), str(tmp_path))
 
 
 def test_a_huge_run_is_refused_at_once_and_leaves_no_run_directory(tmp_path):

@@ -586,19 +586,25 @@ def setup(cfg: TrainConfig, league: League, steps: int):
     return tables, nets, optimizer, buf, pool, generator, device
 
 
-def available_memory(meminfo: str = "/proc/meminfo") -> int | None:
-    """Bytes of memory available now (Linux's ``MemAvailable``), or None where not known."""
+def available_memory(meminfo: str = "/proc/meminfo",
+                     cgroup: str = "/sys/fs/cgroup") -> int | None:
+    """Bytes of memory available now (Linux's ``MemAvailable``, less where the process's
+    cgroup, e.g. a container's, allows less), or None where not known."""
+    found = []
     try:
         with open(meminfo) as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+            found += [int(line.split()[1]) * 1024 for line in f
+                      if line.startswith("MemAvailable:")]
+        limit = Path(cgroup, "memory.max").read_text().strip()
+        if limit != "max":
+            found.append(int(limit) - int(Path(cgroup, "memory.current").read_text()))
     except (OSError, ValueError, IndexError):
         pass
-    return None
+    return min(found) if found else None
 
 
-def check_rollout_fits(cfg: TrainConfig, meminfo: str = "/proc/meminfo") -> None:
+def check_rollout_fits(cfg: TrainConfig, meminfo: str = "/proc/meminfo",
+                       cgroup: str = "/sys/fs/cgroup") -> None:
     """Refuses a run whose rollout buffers alone need more memory than is available, before
     anything is made: a huge ``vec.num_games`` spent minutes seating its games, then failed
     or was killed."""
@@ -608,7 +614,7 @@ def check_rollout_fits(cfg: TrainConfig, meminfo: str = "/proc/meminfo") -> None
     vg = VectorGame(rules_for(cfg, cfg.players[0]), num_games=1)  # the sizes of every table
     need = Rollout.nbytes(cfg.vec.rollout_steps, cfg.vec.num_games, vg.obs_size,
                           vg.hidden_size if cfg.vec.critic_state else None, vg.num_actions)
-    free = available_memory(meminfo)
+    free = available_memory(meminfo, cgroup)
     if free is not None and need > free:
         raise ConfigError(f"vec.num_games {cfg.vec.num_games} x vec.rollout_steps "
                           f"{cfg.vec.rollout_steps}: the rollout's buffers alone need "
