@@ -16,9 +16,10 @@ SCRIPT = Path(sys.executable).with_name("arschloch")
 BASE = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "arschloch_env.cli"]
 
 
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def cli(*args: str, cwd: Path | None = None, base: list[str] = BASE
+        ) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    return subprocess.run(BASE + list(args), capture_output=True, text=True, timeout=120,
+    return subprocess.run(base + list(args), capture_output=True, text=True, timeout=120,
                           cwd=cwd or ROOT, env=env, stdin=subprocess.DEVNULL)
 
 
@@ -287,11 +288,14 @@ def test_an_agent_that_calls_sys_exit_is_an_agent_failure_not_a_quiet_success(co
     assert not (tmp_path / "r.jsonl").exists()
 
 
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one usable core: the tournament "
-                    "plays in its own process, with no worker to die")
+TWO_CORES = [sys.executable, "-c", "import sys, train.tournament as t; t.default_jobs = lambda: "
+             "2; from arschloch_env.cli import main; sys.exit(main(sys.argv[1:]))"]
+"""The command line with two usable cores on any machine: two workers, not one process."""
+
+
 def test_a_tournament_worker_that_dies_is_an_error_not_a_hang(tmp_path):
     res = cli("tournament", "--bots", "tests.test_cli:ProcessKillerAgent", "greedy", "--deals",
-              "4", "--jobs", "2", "--no-plots", "--out", str(tmp_path / "t"))
+              "4", "--jobs", "2", "--no-plots", "--out", str(tmp_path / "t"), base=TWO_CORES)
     assert res.returncode == 1, res.stderr
     assert res.stderr.startswith("arschloch tournament: a worker process playing the "
                                  "tournament's games ended (killed by SIGKILL)"), res.stderr
