@@ -716,8 +716,8 @@ def _cmd_play(args: argparse.Namespace) -> int:
     length = (f"{rules.rounds} round{'s' * (rules.rounds != 1)} a match"
               if rules.rounds is not None
               else f"a match ends in the round someone reaches {rules.target_points} points")
-    print(wrapped(f"Arschloch: {rules.label(match_end=False)}, {n} players, {length}; ranks from low to high: "
-                  f"{' '.join(show_rank(r) for r in rules.rank_order)}. You are "
+    print(wrapped(f"Arschloch: {rules.label(match_end=False)}, {n} players, {length}; ranks "
+                  f"from low to high: {' '.join(show_rank(r) for r in rules.rank_order)}. You are "
                   f"player_{args.seat}; seed {seed}. 'help' explains the input."))
     # A parent that ignores SIGINT (nohup, some test runners) would pass that on to us and
     # leave Ctrl-C dead; the player must always be able to leave.

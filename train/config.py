@@ -175,10 +175,13 @@ class TrainConfig:
         return asdict(self)
 
 
+def _colon_hint(text: str) -> str:
+    """YAML reads ``key:value`` without the space as one string, not a key and its value."""
+    return f"YAML needs a space after the colon ({text.replace(':', ': ', 1)})"
+
+
 def _not_a_mapping(where: str, value: Any) -> ConfigError:
-    hint = ""
-    if isinstance(value, str) and ":" in value:  # "key:value" without the space is text
-        hint = f"; YAML needs a space after the colon ({value.replace(':', ': ', 1)})"
+    hint = f"; {_colon_hint(value)}" if isinstance(value, str) and ":" in value else ""
     return ConfigError(f"{where}: expected a mapping, got {value!r}{hint}")
 
 
@@ -213,9 +216,8 @@ def _coerce(value: Any, typ: Any, where: str) -> Any:
             raise _not_a_mapping(where, value)
         glued = [k for k, v in value.items() if v is None and ":" in str(k)]
         if glued:
-            spaced = str(glued[0]).replace(":", ": ", 1)
-            raise ConfigError(f"{where}: {glued[0]!r} reads as one key with no value; YAML "
-                              f"needs a space after the colon ({spaced})")
+            raise ConfigError(f"{where}: {glued[0]!r} reads as one key with no value; "
+                              f"{_colon_hint(str(glued[0]))}")
         return {str(k): _coerce(v, vt, f"{where}.{k}") for k, v in value.items()}
     if typ is Any:
         return value
