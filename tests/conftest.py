@@ -1,6 +1,7 @@
 import os
 import signal
 
+import pytest
 from hypothesis import settings
 
 # A suite started in the background (`cmd &` in a script) inherits SIGINT ignored, and an
@@ -8,6 +9,16 @@ from hypothesis import settings
 # has it, in this process and in the commands they start.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+# SB3 makes a folder /tmp/SB3-<time> for every model built without a log folder of its own
+# (the tests' small MaskablePPO runs); the suite keeps them in its own temporary folder.
+@pytest.fixture(autouse=True, scope="session")
+def _sb3_log_folder(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3")))
+        yield
+
 
 settings.register_profile("ci", max_examples=60, deadline=None)
 settings.register_profile("dev", max_examples=30, deadline=None)
