@@ -730,6 +730,61 @@ def test_batched_snapshots_match_each_snapshots_mlp(tmp_path):
         np.testing.assert_allclose(got[i], mlps[which[i]](obs[i]), rtol=1e-4, atol=1e-4)
 
 
+def test_the_pool_drops_a_snapshot_once_no_game_seats_it(tmp_path):
+    """A snapshot that left the league plays on in the games that seat it and leaves the pool
+    once none does: a run holds at most max_snapshots plus those still in play, however many
+    it makes, and every seat keeps playing the snapshot it drew."""
+    from agents.mlp import MLP
+    from arschloch_env.rules import make_rules
+    from train.league import League
+    from train.ppo_vec_seats import SNAPSHOT, SnapshotPool, Table
+
+    rng = np.random.default_rng(0)
+    league = League(tmp_path / "league", max_snapshots=2)
+    pool = SnapshotPool(league)
+
+    def add_snapshot(k):
+        league.add_snapshot(MLP([(rng.normal(size=(16, 12)), rng.normal(size=16)),
+                                 (rng.normal(size=(5, 16)), rng.normal(size=5))], "tanh"), k)
+
+    for k in range(2):
+        add_snapshot(k)
+    pool.refresh()
+    table = Table(make_rules("culo", 4), 6, 1, {"snapshots": 1.0}, pool, rng, None)
+    seated = table.kind == SNAPSHOT
+
+    def seated_mlps():
+        return [pool.mlps[i] for i in table.which[seated]]
+
+    first = pool.mlps[0]
+    assert first in seated_mlps()
+    before = seated_mlps()
+    add_snapshot(2)  # the first leaves the league, not the games that seat it
+    pool.refresh([table])
+    assert len(pool.mlps) == 3 and pool.mlps[0] is first and seated_mlps() == before
+    table.seat_games(np.arange(table.B))
+    seated = table.kind == SNAPSHOT
+    before = seated_mlps()
+    add_snapshot(3)
+    pool.refresh([table])  # the first is gone; the second is still seated
+    assert first not in pool.mlps and len(pool.mlps) == 3
+    assert seated_mlps() == before
+    assert [pool.mlps[i] for i in pool.active] == [pool.mlps[pool.index[s["file"]]]
+                                                   for s in league.snapshots]
+    obs = rng.normal(size=(int(seated.sum()), 12)).astype(np.float32)
+    got = pool.logits(table.which[seated], obs).numpy()
+    for row, mlp in enumerate(before):
+        np.testing.assert_allclose(got[row], mlp(obs[row]), rtol=1e-4, atol=1e-4)
+    for k in range(4, 40):
+        table.seat_games(np.arange(table.B))
+        add_snapshot(k)
+        pool.refresh([table])
+        assert len(pool.mlps) <= 3  # the league's two and the one that just left it
+    table.seat_games(np.arange(table.B))
+    pool.refresh([table])
+    assert len(pool.mlps) == 2
+
+
 def test_rollouts_over_tables_of_every_size_drop_no_transition(tmp_path):
     """Tables of 3, 5 and 6 players step into one buffer, the learner's rows of all of them in
     one forward and the snapshots' in another: each row keeps its table's seats, legal

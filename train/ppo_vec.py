@@ -759,7 +759,7 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
             steps += samples
             book.after_rollout(nets, optimizer, steps, samples, time.perf_counter() - t0,
                                stats, losses)
-            pool.refresh()
+            pool.refresh(tables)
         final = book.finish(nets, optimizer, steps)
     finally:
         book.close()

@@ -30,6 +30,7 @@ which ``debug=True`` checks on every step (observation, mask, seat to act, match
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -93,11 +94,14 @@ def bool_tensor(mask: np.ndarray):
 class SnapshotPool:
     """The league's frozen snapshots, run together in one batched forward.
 
-    Snapshots are loaded once and kept for the whole run (the ``which`` indices of running
-    games stay valid when a snapshot leaves the pool); new seats draw from :attr:`active`
-    only. Their weights are stacked ([K, in, out] per layer), so the rows of every snapshot
-    in use go through one ``baddbmm`` per layer, grouped by snapshot and padded to the
-    largest group, instead of one small forward per snapshot."""
+    New seats draw from :attr:`active` only. A snapshot that leaves the league stays in the
+    pool while a running game still seats it; :meth:`refresh` given the tables then drops it
+    and renumbers their seats (``which`` holds pool indices), so the pool holds at most
+    ``max_snapshots``, the policy files and the snapshots still in play, however many a run
+    makes: keeping every one would grow the memory, and the cost of restacking, with the
+    length of the run. Their weights are stacked ([K, in, out] per layer), so the rows of
+    every snapshot in use go through one ``baddbmm`` per layer, grouped by snapshot and padded
+    to the largest group, instead of one small forward per snapshot."""
 
     def __init__(self, league, device="cpu", fixed: tuple[str, ...] = ()):
         self.league, self.device = league, device
@@ -112,9 +116,11 @@ class SnapshotPool:
         for path in fixed:
             self.fixed[path] = len(self.mlps)
             self.mlps.append(MLP.load(path))
-        self._stacked = 0
+        self._stale = True
 
-    def refresh(self) -> None:
+    def refresh(self, tables: Sequence[Table] = ()) -> None:
+        """Loads the league's new snapshots and, given the run's ``tables``, drops those that
+        left the league and that no game of theirs seats any more."""
         import torch
 
         for snap in self.league.snapshots:
@@ -128,15 +134,35 @@ class SnapshotPool:
                                       f"{exc}") from None
                 self.index[snap["file"]] = len(self.mlps)
                 self.mlps.append(mlp)
+                self._stale = True
+        if tables:
+            self._drop_unseated(tables)
         self.active = np.array([self.index[s["file"]] for s in self.league.snapshots], np.int64)
-        if len(self.mlps) > self._stacked:
-            self._stacked = len(self.mlps)
+        if self._stale and self.mlps:
+            self._stale = False
             self.activation = self.mlps[0].activation
             self.stack = [
                 (torch.from_numpy(np.stack([m.layers[i][0].T for m in self.mlps])).to(self.device),
                  torch.from_numpy(np.stack([m.layers[i][1][None] for m in self.mlps]))
                  .to(self.device))
                 for i in range(len(self.mlps[0].layers))]
+
+    def _drop_unseated(self, tables) -> None:
+        keep = {*self.fixed.values(), *(self.index[s["file"]] for s in self.league.snapshots)}
+        for table in tables:
+            keep.update(np.unique(table.which[table.kind == SNAPSHOT]).tolist())
+        if len(keep) == len(self.mlps):
+            return
+        order = sorted(keep)
+        renumber = np.full(len(self.mlps), -1, np.int64)
+        renumber[order] = np.arange(len(order))
+        self.mlps = [self.mlps[i] for i in order]
+        self.index = {f: int(renumber[i]) for f, i in self.index.items() if renumber[i] >= 0}
+        self.fixed = {path: int(renumber[i]) for path, i in self.fixed.items()}
+        for table in tables:
+            seated = table.kind == SNAPSHOT
+            table.which[seated] = renumber[table.which[seated]]
+        self._stale = True
 
     def logits(self, which: np.ndarray, obs: np.ndarray):
         """The logits of snapshot ``which[i]`` for observation ``obs[i]`` (torch [rows, A])."""
