@@ -37,8 +37,9 @@ def bench_sb3(cfg, args) -> None:
 
     from train.export import policy_mlp
     from train.league import League
-    from train.sb3_trainer import make_env, make_model
+    from train.sb3_trainer import check_env_workers_fit, make_env, make_model
 
+    check_env_workers_fit(cfg)
     torch.set_num_threads(cfg.torch_threads)
     with tempfile.TemporaryDirectory() as tmp:
         league_dir = Path(tmp) / "league"

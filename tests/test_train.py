@@ -109,6 +109,25 @@ def test_train_cli_rejects_bad_config_cleanly(tmp_path):
     assert "the kit's configs are in configs/: ppo_culo_4p.yaml" in res.stderr
 
 
+def test_more_env_processes_than_the_memory_holds_are_refused_before_any_starts(tmp_path):
+    from train.sb3_trainer import check_env_workers_fit
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemAvailable:    1048576 kB\n")  # 1 GiB: room for 5 workers
+    check_env_workers_fit(load_config(SMOKE, ["n_envs=5"]), str(meminfo), str(tmp_path))
+    with pytest.raises(ConfigError, match=r"n_envs: 6 env processes need about 1\.2 GiB \(200 "
+                       r"MiB each\), more than the 1\.0 GiB of memory available; lower n_envs, "
+                       r"or set subproc: false"):
+        check_env_workers_fit(load_config(SMOKE, ["n_envs=6"]), str(meminfo), str(tmp_path))
+    # in the trainer's own process the envs take little
+    check_env_workers_fit(load_config(SMOKE, ["n_envs=6", "subproc=false"]), str(meminfo),
+                          str(tmp_path))
+    run = tmp_path / "run"
+    res = cli("train", "--config", SMOKE, "--set", "n_envs=100000", "--run-dir", run)
+    assert res.returncode == 2, res.stderr
+    assert "n_envs: 100000 env processes need about" in res.stderr
+    assert "Traceback" not in res.stderr and not run.exists()
+
+
 def test_the_schedule_falls_due_at_each_multiple_or_the_first_step_past_it():
     from train.callbacks import Schedule
     cfg = load_config(None, ["league.snapshot_every=100", "eval.every=250",

@@ -77,6 +77,7 @@ from arschloch_env.observation import SEATS
 from train.config import ConfigError, TrainConfig, check_config_fits_checkpoint
 from train.files import read_latest, read_run_json
 from train.league import League
+from train.memory import available_memory
 from train.ppo_vec_io import init_checkpoint, load_checkpoint, load_state
 from train.ppo_vec_seats import (
     CURRENT, LOGP_FLOOR, SNAPSHOT, SnapshotPool, Table, bool_tensor, is_policy_file,
@@ -584,23 +585,6 @@ def setup(cfg: TrainConfig, league: League, steps: int):
     buf = Rollout(cfg.vec.rollout_steps, sum(t.B for t in tables), vg.obs_size,
                   vg.hidden_size if cfg.vec.critic_state else None, vg.num_actions)
     return tables, nets, optimizer, buf, pool, generator, device
-
-
-def available_memory(meminfo: str = "/proc/meminfo",
-                     cgroup: str = "/sys/fs/cgroup") -> int | None:
-    """Bytes of memory available now (Linux's ``MemAvailable``, less where the process's
-    cgroup, e.g. a container's, allows less), or None where not known."""
-    found = []
-    try:
-        with open(meminfo) as f:
-            found += [int(line.split()[1]) * 1024 for line in f
-                      if line.startswith("MemAvailable:")]
-        limit = Path(cgroup, "memory.max").read_text().strip()
-        if limit != "max":
-            found.append(int(limit) - int(Path(cgroup, "memory.current").read_text()))
-    except (OSError, ValueError, IndexError):
-        pass
-    return min(found) if found else None
 
 
 def check_rollout_fits(cfg: TrainConfig, meminfo: str = "/proc/meminfo",

@@ -46,6 +46,7 @@ from train.config import (ConfigError, TrainConfig, check_config_fits_checkpoint
 from train.files import (fresh_directory, read_latest, read_run_json, write_atomic,
                          write_json_atomic)
 from train.league import League, LeagueSampler
+from train.memory import available_memory
 
 
 def code_version() -> str:
@@ -524,6 +525,27 @@ def train(cfg: TrainConfig, run_dir: str | Path, resume: bool = False,
         return _train_sb3(cfg, run, resume, progress)
 
 
+WORKER_BYTES = 200 * 2**20
+"""About the memory of one env worker process: 164 MiB of its own (torch, the engine and the
+bots loaded; culo at 4 players, measured on 2026-12-06), with room for larger rules."""
+
+
+def check_env_workers_fit(cfg: TrainConfig, meminfo: str = "/proc/meminfo",
+                          cgroup: str = "/sys/fs/cgroup") -> None:
+    """Refuses a run whose env worker processes (one per env with ``subproc``) would need more
+    memory than is available, before any starts: a mistyped ``n_envs`` would otherwise start
+    processes until the machine ran out of memory."""
+    if not (cfg.subproc and cfg.n_envs > 1):
+        return
+    need = cfg.n_envs * WORKER_BYTES
+    free = available_memory(meminfo, cgroup)
+    if free is not None and need > free:
+        raise ConfigError(f"n_envs: {cfg.n_envs} env processes need about {need / 2**30:.1f} "
+                          f"GiB ({WORKER_BYTES // 2**20} MiB each), more than the "
+                          f"{free / 2**30:.1f} GiB of memory available; lower n_envs, or set "
+                          f"subproc: false to step the envs in the trainer's own process")
+
+
 def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | None) -> Path:
     import torch
     from sb3_contrib import MaskablePPO
@@ -534,6 +556,7 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
     from train.callbacks import TrainingLoop
     from train.export import policy_mlp
 
+    check_env_workers_fit(cfg)
     meta: dict[str, Any] | None = None
     if resume:
         latest = read_latest(run.root)
@@ -612,5 +635,5 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
     return final
 
 
-__all__ = ["RunDir", "code_version", "eval_players", "load_run_config", "make_env",
-           "make_model", "rules_for", "train"]
+__all__ = ["RunDir", "check_env_workers_fit", "code_version", "eval_players", "load_run_config",
+           "make_env", "make_model", "rules_for", "train"]

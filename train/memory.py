@@ -1,0 +1,23 @@
+"""Memory a run may still take, for the checks that refuse a run too large for the machine
+before it starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def available_memory(meminfo: str = "/proc/meminfo",
+                     cgroup: str = "/sys/fs/cgroup") -> int | None:
+    """Bytes of memory available now (Linux's ``MemAvailable``, less where the process's
+    cgroup, e.g. a container's, allows less), or None where not known."""
+    found = []
+    try:
+        with open(meminfo) as f:
+            found += [int(line.split()[1]) * 1024 for line in f
+                      if line.startswith("MemAvailable:")]
+        limit = Path(cgroup, "memory.max").read_text().strip()
+        if limit != "max":
+            found.append(int(limit) - int(Path(cgroup, "memory.current").read_text()))
+    except (OSError, ValueError, IndexError):
+        pass
+    return min(found) if found else None
