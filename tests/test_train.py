@@ -114,8 +114,8 @@ def test_more_env_processes_than_the_memory_holds_are_refused_before_any_starts(
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemAvailable:    1048576 kB\n")  # 1 GiB: room for 5 workers
     check_env_workers_fit(load_config(SMOKE, ["n_envs=5"]), str(meminfo), str(tmp_path))
-    with pytest.raises(ConfigError, match=r"n_envs: 6 env processes need about 1\.2 GiB \(200 "
-                       r"MiB each\), more than the 1\.0 GiB of memory available; lower n_envs, "
+    with pytest.raises(ConfigError, match=r"n_envs: 6 env processes of about 200 MiB each need "
+                       r"1\.2 GiB, more than the 1\.0 GiB of memory available; lower n_envs, "
                        r"or set subproc: false"):
         check_env_workers_fit(load_config(SMOKE, ["n_envs=6"]), str(meminfo), str(tmp_path))
     # in the trainer's own process the envs take little
@@ -124,7 +124,7 @@ def test_more_env_processes_than_the_memory_holds_are_refused_before_any_starts(
     run = tmp_path / "run"
     res = cli("train", "--config", SMOKE, "--set", "n_envs=100000", "--run-dir", run)
     assert res.returncode == 2, res.stderr
-    assert "n_envs: 100000 env processes need about" in res.stderr
+    assert "n_envs: 100000 env processes of about 200 MiB each need" in res.stderr
     assert "Traceback" not in res.stderr and not run.exists()
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from train.config import ConfigError
+
 
 def available_memory(meminfo: str = "/proc/meminfo",
                      cgroup: str = "/sys/fs/cgroup") -> int | None:
@@ -21,3 +23,13 @@ def available_memory(meminfo: str = "/proc/meminfo",
     except (OSError, ValueError, IndexError):
         pass
     return min(found) if found else None
+
+
+def refuse_unless_it_fits(need: int, what: str, advice: str, meminfo: str = "/proc/meminfo",
+                          cgroup: str = "/sys/fs/cgroup") -> None:
+    """Raises ConfigError when ``need`` bytes are more than the memory available: ``what``
+    (ending in "need") names them, ``advice`` says what to do instead."""
+    free = available_memory(meminfo, cgroup)
+    if free is not None and need > free:
+        raise ConfigError(f"{what} {need / 2**30:.1f} GiB, more than the {free / 2**30:.1f} "
+                          f"GiB of memory available; {advice}")

@@ -77,7 +77,7 @@ from arschloch_env.observation import SEATS
 from train.config import ConfigError, TrainConfig, check_config_fits_checkpoint
 from train.files import read_latest, read_run_json
 from train.league import League
-from train.memory import available_memory
+from train.memory import refuse_unless_it_fits
 from train.ppo_vec_io import init_checkpoint, load_checkpoint, load_state
 from train.ppo_vec_seats import (
     CURRENT, LOGP_FLOOR, SNAPSHOT, SnapshotPool, Table, bool_tensor, is_policy_file,
@@ -598,12 +598,9 @@ def check_rollout_fits(cfg: TrainConfig, meminfo: str = "/proc/meminfo",
     vg = VectorGame(rules_for(cfg, cfg.players[0]), num_games=1)  # the sizes of every table
     need = Rollout.nbytes(cfg.vec.rollout_steps, cfg.vec.num_games, vg.obs_size,
                           vg.hidden_size if cfg.vec.critic_state else None, vg.num_actions)
-    free = available_memory(meminfo, cgroup)
-    if free is not None and need > free:
-        raise ConfigError(f"vec.num_games {cfg.vec.num_games} x vec.rollout_steps "
-                          f"{cfg.vec.rollout_steps}: the rollout's buffers alone need "
-                          f"{need / 2**30:.1f} GiB, more than the {free / 2**30:.1f} GiB of "
-                          f"memory available; lower either")
+    refuse_unless_it_fits(need, f"vec.num_games {cfg.vec.num_games} x vec.rollout_steps "
+                          f"{cfg.vec.rollout_steps}: the rollout's buffers alone need",
+                          "lower either", meminfo, cgroup)
 
 
 def policy_files(cfg: TrainConfig) -> tuple[str, ...]:

@@ -46,7 +46,7 @@ from train.config import (ConfigError, TrainConfig, check_config_fits_checkpoint
 from train.files import (fresh_directory, read_latest, read_run_json, write_atomic,
                          write_json_atomic)
 from train.league import League, LeagueSampler
-from train.memory import available_memory
+from train.memory import refuse_unless_it_fits
 
 
 def code_version() -> str:
@@ -537,13 +537,11 @@ def check_env_workers_fit(cfg: TrainConfig, meminfo: str = "/proc/meminfo",
     processes until the machine ran out of memory."""
     if not (cfg.subproc and cfg.n_envs > 1):
         return
-    need = cfg.n_envs * WORKER_BYTES
-    free = available_memory(meminfo, cgroup)
-    if free is not None and need > free:
-        raise ConfigError(f"n_envs: {cfg.n_envs} env processes need about {need / 2**30:.1f} "
-                          f"GiB ({WORKER_BYTES // 2**20} MiB each), more than the "
-                          f"{free / 2**30:.1f} GiB of memory available; lower n_envs, or set "
-                          f"subproc: false to step the envs in the trainer's own process")
+    refuse_unless_it_fits(cfg.n_envs * WORKER_BYTES,
+                          f"n_envs: {cfg.n_envs} env processes of about "
+                          f"{WORKER_BYTES // 2**20} MiB each need",
+                          "lower n_envs, or set subproc: false to step the envs in the "
+                          "trainer's own process", meminfo, cgroup)
 
 
 def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | None) -> Path:
