@@ -37,7 +37,7 @@ def bench_sb3(cfg, args) -> None:
 
     from train.export import policy_mlp
     from train.league import League
-    from train.sb3_trainer import check_env_workers_fit, make_env, make_model
+    from train.sb3_trainer import check_env_workers_fit, make_env, make_model, uses_env_processes
 
     check_env_workers_fit(cfg)
     torch.set_num_threads(cfg.torch_threads)
@@ -45,7 +45,7 @@ def bench_sb3(cfg, args) -> None:
         league_dir = Path(tmp) / "league"
         league = League(league_dir, cfg.league.max_snapshots)
         thunks = [make_env(cfg, i, league_dir) for i in range(cfg.n_envs)]
-        envs = SubprocVecEnv(thunks) if cfg.subproc and cfg.n_envs > 1 else DummyVecEnv(thunks)
+        envs = SubprocVecEnv(thunks) if uses_env_processes(cfg) else DummyVecEnv(thunks)
         model = make_model(cfg, envs, Path(tmp) / "tb")
         league.update_current(policy_mlp(model))
         league.add_snapshot(policy_mlp(model), 0)

@@ -530,12 +530,17 @@ WORKER_BYTES = 200 * 2**20
 bots loaded; culo at 4 players, measured on 2026-12-06), with room for larger rules."""
 
 
+def uses_env_processes(cfg: TrainConfig) -> bool:
+    """The envs step in processes of their own (``subproc``, and more than one env)."""
+    return cfg.subproc and cfg.n_envs > 1
+
+
 def check_env_workers_fit(cfg: TrainConfig, meminfo: str = "/proc/meminfo",
                           cgroup: str = "/sys/fs/cgroup") -> None:
     """Refuses a run whose env worker processes (one per env with ``subproc``) would need more
     memory than is available, before any starts: a mistyped ``n_envs`` would otherwise start
     processes until the machine ran out of memory."""
-    if not (cfg.subproc and cfg.n_envs > 1):
+    if not uses_env_processes(cfg):
         return
     refuse_unless_it_fits(cfg.n_envs * WORKER_BYTES,
                           f"n_envs: {cfg.n_envs} env processes of about "
@@ -567,7 +572,7 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
     league = League(run.league, cfg.league.max_snapshots)
     if meta is not None:
         league.restore(meta.get("league"))
-    subproc = cfg.subproc and cfg.n_envs > 1
+    subproc = uses_env_processes(cfg)
     thunks = [make_env(cfg, i, run.league, worker=subproc) for i in range(cfg.n_envs)]
     envs = SubprocVecEnv(thunks) if subproc else DummyVecEnv(thunks)
     envs.seed(cfg.seed)
@@ -634,4 +639,4 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
 
 
 __all__ = ["RunDir", "check_env_workers_fit", "code_version", "eval_players", "load_run_config",
-           "make_env", "make_model", "rules_for", "train"]
+           "make_env", "make_model", "rules_for", "train", "uses_env_processes"]
