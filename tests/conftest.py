@@ -1,8 +1,11 @@
 import os
 import signal
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # A suite started in the background (`cmd &` in a script) inherits SIGINT ignored, and an
 # ignored signal stays ignored across exec. The tests of Ctrl-C need it as an interactive run
@@ -18,6 +21,29 @@ def _sb3_log_folder(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3")))
         yield
+
+
+def made_once(tmp_path_factory, name: str, make) -> Path:
+    """A copy, in a temporary folder of this worker's own, of the folder that ``make(path)``
+    fills at ``path``: made once for the whole suite, however many xdist workers need it (the
+    others wait for it), and each worker's tests may change their copy."""
+    import fcntl
+    import shutil
+
+    base = tmp_path_factory.getbasetemp()
+    # a worker's base folder lies in the one its pytest run shares with its other workers
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    made = shared / f"{name}-made"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not made.exists():
+            part = shared / f"{name}-part"
+            shutil.rmtree(part, ignore_errors=True)
+            make(part)
+            part.rename(made)
+    mine = tmp_path_factory.mktemp(name) / name
+    shutil.copytree(made, mine)
+    return mine
 
 
 settings.register_profile("ci", max_examples=60, deadline=None)
@@ -57,6 +83,34 @@ def interrupt_while_recording(argv: list[str], record, sig=None,
         raise AssertionError(f"{argv[1]} still ran 120 s after {sig or 'Ctrl-C'} ({status}); "
                              f"stdout {stdout[-1000:]!r}, stderr {stderr[-3000:]!r}") from None
     return proc.returncode, stdout, stderr
+
+
+def cli_in_process(*args, cwd=ROOT, input: str = ""):
+    """``arschloch ARGS`` run by this process's ``main`` from ``cwd``, reading ``input``: its
+    exit status, stdout and stderr as a ``CompletedProcess``. For commands that neither train
+    nor need a process of their own: a subprocess pays about 4 s importing torch each time,
+    most of an export's or a refusal's test."""
+    import contextlib
+    import io
+    import subprocess
+    import sys
+
+    from arschloch_env.cli import main
+
+    argv = list(map(str, args))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        stack.enter_context(pytest.MonkeyPatch.context()).setattr(sys, "stdin",
+                                                                   io.StringIO(input))
+        stack.enter_context(contextlib.chdir(cwd))
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code if isinstance(exc.code, int) else 1
+    return subprocess.CompletedProcess(["arschloch", *argv], code, out.getvalue(),
+                                       err.getvalue())
 
 
 def calls_of(monkeypatch, owner, name: str) -> list[tuple]:

@@ -63,6 +63,7 @@ def test_clone_agrees_with_its_teacher(greedy_clone):
 
 
 def test_clone_cli_errors_name_the_argument(tmp_path):
+    from conftest import cli_in_process
     for args, message in [(["greedy", "--out", tmp_path / "c.zip"], "ends in .npz"),
                           (["greedyy", "--out", tmp_path / "c.npz"], "unknown agent spec"),
                           (["greedy", "--players", "7", "--out", tmp_path / "c.npz"], "3..6"),
@@ -77,7 +78,7 @@ def test_clone_cli_errors_name_the_argument(tmp_path):
                           (["greedy", "--out", tmp_path / "d.npz"],
                            "is a directory; name the policy file")]:
         (tmp_path / "d.npz").mkdir(exist_ok=True)
-        res = cli("clone", *args)
+        res = cli_in_process("clone", *args)
         assert res.returncode == 2 and message in res.stderr, res.stderr
         assert "Traceback" not in res.stderr
     assert not (tmp_path / "c.npz").exists()
@@ -250,9 +251,10 @@ def test_no_held_out_decision_with_a_choice_is_an_error_not_full_agreement(tmp_p
     """Agreement is over held-out decisions with a choice: where the one held-out decision
     (seed 89's single 18-decision round) has a single legal action there is no figure, and
     the command says so instead of reporting an agreement of 1.000."""
+    from conftest import cli_in_process
     out = tmp_path / "c.npz"
-    res = cli("clone", "greedy", "--players", "3", "--set", "rounds=1", "--decisions", "1",
-              "--seed", "89", "--epochs", "1", "--net-arch", "8", "--out", out)
+    res = cli_in_process("clone", "greedy", "--players", "3", "--set", "rounds=1", "--decisions",
+                         "1", "--seed", "89", "--epochs", "1", "--net-arch", "8", "--out", out)
     assert res.returncode == 2, (res.stdout, res.stderr)
     assert "none of the 1 held-out decision(s) of 18 offers a choice" in res.stderr, res.stderr
     assert "Traceback" not in res.stderr and not out.exists()

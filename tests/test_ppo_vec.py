@@ -597,8 +597,9 @@ def test_a_rollout_larger_than_the_available_memory_is_refused_before_it_starts(
 
 
 def test_a_huge_run_is_refused_at_once_and_leaves_no_run_directory(tmp_path):
+    from conftest import cli_in_process
     run = tmp_path / "run"
-    res = cli(*train_args(run, "vec.num_games=100000000"), timeout=120)
+    res = cli_in_process(*train_args(run, "vec.num_games=100000000"))
     assert res.returncode == 2, res.stderr
     assert "vec.num_games 100000000 x vec.rollout_steps 32" in res.stderr
     assert "GiB of memory available; lower either" in res.stderr
@@ -1011,6 +1012,7 @@ def test_learning_rate_decays_to_lr_final(small_run):
 def test_export_lists_a_table_size_trained_twice_once(small_run, tmp_path):
     """players [4, 4] trains twice the share at 4 players; the bundle plays at 4."""
     import shutil
+    from conftest import cli_in_process
 
     run = tmp_path / "run"
     shutil.copytree(small_run, run)
@@ -1018,7 +1020,7 @@ def test_export_lists_a_table_size_trained_twice_once(small_run, tmp_path):
     meta = json.loads((run / latest["meta"]).read_text())
     meta["config"]["players"] = [4, 4]
     (run / latest["meta"]).write_text(json.dumps(meta))
-    res = cli("export", run / latest["checkpoint"], "--out", tmp_path / "bots" / "twice")
+    res = cli_in_process("export", run / latest["checkpoint"], "--out", tmp_path / "bots" / "twice")
     assert res.returncode == 0, res.stderr
     assert json.loads((tmp_path / "bots" / "twice" / "manifest.json").read_text())[
         "players"] == [4]
@@ -1030,9 +1032,10 @@ def test_export_matches_the_torch_actor(small_run, tmp_path):
     from agents.bundle import load_bundle
     from arschloch_env.vector import VectorGame
     from train.ppo_vec_io import load_checkpoint
+    from conftest import cli_in_process
 
     out = tmp_path / "bots" / "vec"
-    res = cli("export", small_run, "--out", out, "--torch")
+    res = cli_in_process("export", small_run, "--out", out, "--torch")
     assert res.returncode == 0, res.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["training"]["algo"] == "ppo-vec" and manifest["players"] == [4]
@@ -1060,13 +1063,14 @@ def test_export_matches_the_torch_actor(small_run, tmp_path):
     torch_actions, torch_logits = program(torch.from_numpy(obs), torch.from_numpy(masks))
     assert (torch_actions.numpy() == actions).all()
     assert np.abs(torch_logits.numpy() - ref).max() < 1e-4
-    res = cli("simulate", "--rules", "culo", "--players", "4", "--matches", "2",
+    res = cli_in_process("simulate", "--rules", "culo", "--players", "4", "--matches", "2",
               "--agents", out, "random", "random", "random")
     assert res.returncode == 0, res.stderr
 
 
 def test_new_run_refuses_an_existing_run_dir(small_run):
-    res = cli(*train_args(small_run))
+    from conftest import cli_in_process
+    res = cli_in_process(*train_args(small_run))
     assert res.returncode == 2 and "--resume" in res.stderr
 
 
@@ -1145,13 +1149,15 @@ def test_init_from_starts_a_new_run_from_the_checkpoint(small_run, tmp_path):
                      "or another deck"),
 ])
 def test_init_from_refuses_another_network(small_run, tmp_path, override, message):
-    res = cli(*train_args(tmp_path / "run", f"init_from={small_run}", override))
+    from conftest import cli_in_process
+    res = cli_in_process(*train_args(tmp_path / "run", f"init_from={small_run}", override))
     assert res.returncode == 2 and message in res.stderr, res.stderr[-2000:]
     assert not (tmp_path / "run").exists()
 
 
 def test_init_from_a_run_not_trained_yet_says_what_to_do(tmp_path):
-    res = cli(*train_args(tmp_path / "run", f"init_from={tmp_path / 'stage1'}"))
+    from conftest import cli_in_process
+    res = cli_in_process(*train_args(tmp_path / "run", f"init_from={tmp_path / 'stage1'}"))
     assert res.returncode == 2 and "does not exist; train the run it names first" in res.stderr
     assert "Traceback" not in res.stderr and not (tmp_path / "run").exists()
 
@@ -1191,7 +1197,8 @@ def test_init_from_widens_a_checkpoint_of_layout_version_1():
 
 def test_init_from_names_a_missing_checkpoint(tmp_path):
     from train.ppo_vec_io import init_checkpoint
-    res = cli(*train_args(tmp_path / "run", f"init_from={tmp_path}"))
+    from conftest import cli_in_process
+    res = cli_in_process(*train_args(tmp_path / "run", f"init_from={tmp_path}"))
     assert res.returncode == 2 and "holds no checkpoint" in res.stderr, res.stderr[-2000:]
     with pytest.raises(ConfigError, match="only algo ppo-vec"):
         load_config(ROOT / "configs" / "ppo_culo_4p.yaml", [f"init_from={tmp_path}"])
@@ -1264,13 +1271,14 @@ def test_a_bundle_in_the_mix_is_loaded_once_for_every_seat(tmp_path, monkeypatch
 
 def test_resume_from_a_damaged_checkpoint_names_it(small_run, tmp_path):
     import shutil
+    from conftest import cli_in_process
 
     run = tmp_path / "run"
     shutil.copytree(small_run, run)
     latest = json.loads((run / "latest.json").read_text())
     (run / latest["checkpoint"]).write_bytes(b"garbage")
     config = (run / "config.yaml").read_text()
-    res = cli("train", "--run-dir", str(run), "--resume", "--no-progress", "--set",
+    res = cli_in_process("train", "--run-dir", str(run), "--resume", "--no-progress", "--set",
               f"total_steps={latest['steps'] + 10000}")
     assert res.returncode == 2, res.stderr[-2000:]
     assert (f"--resume: {run / latest['checkpoint']}: cannot be loaded (damaged, or not a "

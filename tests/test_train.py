@@ -25,6 +25,7 @@ import yaml
 from agents.bundle import NO_ACTION, BundleError, load_bundle, load_torch_program
 from agents.mlp import MLP
 from arschloch_env.engine import Game
+from conftest import cli_in_process, made_once
 from arschloch_env.observation import Encoder
 from train.config import ConfigError, TrainConfig, load_config
 
@@ -101,10 +102,11 @@ def test_both_trainers_take_a_device(config):
 
 
 def test_train_cli_rejects_bad_config_cleanly(tmp_path):
-    res = cli("train", "--config", SMOKE, "--set", "bogus=1", "--run-dir", tmp_path / "r")
+    res = cli_in_process("train", "--config", SMOKE, "--set", "bogus=1", "--run-dir",
+                         tmp_path / "r")
     assert res.returncode == 2
     assert "unknown config key(s) bogus" in res.stderr and "Traceback" not in res.stderr
-    res = cli("train", "--config", tmp_path / "missing.yaml")
+    res = cli_in_process("train", "--config", tmp_path / "missing.yaml")
     assert res.returncode == 2 and "does not exist" in res.stderr
     assert "the kit's configs are in configs/: ppo_culo_4p.yaml" in res.stderr
 
@@ -122,7 +124,7 @@ def test_more_env_processes_than_the_memory_holds_are_refused_before_any_starts(
     check_env_workers_fit(load_config(SMOKE, ["n_envs=6", "subproc=false"]), str(meminfo),
                           str(tmp_path))
     run = tmp_path / "run"
-    res = cli("train", "--config", SMOKE, "--set", "n_envs=100000", "--run-dir", run)
+    res = cli_in_process("train", "--config", SMOKE, "--set", "n_envs=100000", "--run-dir", run)
     assert res.returncode == 2, res.stderr
     assert "n_envs: 100000 env processes of about 200 MiB each need" in res.stderr
     assert "Traceback" not in res.stderr and not run.exists()
@@ -252,7 +254,7 @@ def test_resume_of_a_damaged_run_names_the_file(tmp_path, damage, says):
     (run / "checkpoints" / "best.zip").write_text("kept")
     for name, text in damage.items():
         (run / name).write_text(text)
-    res = cli("train", "--resume", "--run-dir", run)
+    res = cli_in_process("train", "--resume", "--run-dir", run)
     assert res.returncode == 2 and says in res.stderr, res.stderr[-2000:]
     assert "Traceback" not in res.stderr
     # a refused resume moves nothing of the run
@@ -268,12 +270,12 @@ def test_resume_keeps_the_rules_the_run_was_trained_with(tmp_path, monkeypatch):
     Path("rf.yaml").write_text("preset: culo\nrounds: 2\n")
     RunDir("run").create(load_config(SMOKE, ["rules=rf.yaml"]))
     Path("rf.yaml").write_text("preset: culo\nrounds: 2\nno_finish_on_top: false\n")
-    res = cli("train", "--resume", "--run-dir", "run", cwd=tmp_path)
+    res = cli_in_process("train", "--resume", "--run-dir", "run", cwd=tmp_path)
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-2000:]
     assert ("the run was trained with no_finish_on_top=True" in res.stderr and
             "now give no_finish_on_top=False" in res.stderr), res.stderr
     assert "restore the file, or resume with --set rules=" in res.stderr
-    res = cli("train", "--resume", "--run-dir", tmp_path / "run")  # from the repo root
+    res = cli_in_process("train", "--resume", "--run-dir", tmp_path / "run")  # from the repo root
     assert res.returncode == 2 and "names 'rf.yaml' (rules), which is not there" in res.stderr
     assert "resume from there" in res.stderr
 
@@ -305,7 +307,8 @@ def test_a_run_whose_rules_file_is_gone_resumes_with_its_own_rules_json(tmp_path
 
 def test_resume_finds_the_default_run_directory(tmp_path):
     """--config with --resume and no --run-dir continues the run a new start would make."""
-    res = cli("train", "--config", SMOKE, "--resume", "--set", "seed=12345", cwd=tmp_path)
+    res = cli_in_process("train", "--config", SMOKE, "--resume", "--set", "seed=12345",
+                         cwd=tmp_path)
     assert res.returncode == 2, res.stderr[-2000:]
     assert "runs/ppo_smoke-seed12345 is not a run directory" in res.stderr, res.stderr
 
@@ -324,16 +327,18 @@ def test_a_config_named_without_its_folder_points_to_it(tmp_path, monkeypatch):
 
 # -- a short real run -------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    run = tmp_path_factory.mktemp("smoke") / "run"
+def train_smoke_run(run: Path) -> None:
     res = cli("train", "--config", SMOKE, "--run-dir", run, "--set", "eval.deals=150",
               timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     # not a terminal: no progress bar by default, but the evaluation lines
     assert "step/s" not in res.stderr + res.stdout
     assert "rank points over par vs random" in res.stdout
-    return run
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    return made_once(tmp_path_factory, "smoke_run", train_smoke_run)
 
 
 def test_short_training_learns(smoke_run):
@@ -430,7 +435,7 @@ def test_sigkill_then_resume_loses_nothing(tmp_path):
 
 
 def test_new_run_refuses_an_existing_run_dir(smoke_run):
-    res = cli("train", "--config", SMOKE, "--run-dir", smoke_run)
+    res = cli_in_process("train", "--config", SMOKE, "--run-dir", smoke_run)
     assert res.returncode == 2 and "--resume" in res.stderr
 
 
@@ -441,7 +446,7 @@ def test_new_run_refuses_an_existing_run_dir(smoke_run):
 ])
 def test_resume_refuses_changes_the_checkpoint_fixes(smoke_run, args, says):
     before = (smoke_run / "config.yaml").read_text()
-    res = cli("train", "--run-dir", smoke_run, "--resume", *args)
+    res = cli_in_process("train", "--run-dir", smoke_run, "--resume", *args)
     assert res.returncode == 2 and says in res.stderr, res.stderr
     assert (smoke_run / "config.yaml").read_text() == before
 
@@ -456,7 +461,8 @@ def test_resume_refuses_a_rules_json_edited_since_the_checkpoint(smoke_run, tmp_
     (run / "rules.json").write_text(json.dumps({**saved, "vice_exchange_cards": 0}))
     before = sorted((p.name, p.stat().st_mtime_ns) for p in run.rglob("*"))
     for extra in ([], ["--set", f"rules={run / 'rules.json'}"]):
-        res = cli("train", "--run-dir", run, "--resume", "--set", "total_steps=100000", *extra)
+        res = cli_in_process("train", "--run-dir", run, "--resume", "--set",
+                             "total_steps=100000", *extra)
         assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-2000:]
         assert "rules.json says vice_exchange_cards=0, but the run's checkpoint" in res.stderr
         assert "was trained with vice_exchange_cards=1" in res.stderr, res.stderr
@@ -502,13 +508,13 @@ def test_resuming_a_finished_run_writes_nothing(smoke_run):
         return {p: p.stat().st_mtime_ns for p in smoke_run.rglob("*") if p.is_file()}
 
     before = files()
-    res = cli("train", "--run-dir", smoke_run, "--resume", "--no-progress")
+    res = cli_in_process("train", "--run-dir", smoke_run, "--resume", "--no-progress")
     assert res.returncode == 0 and "nothing to train" in res.stderr, res.stderr[-2000:]
     assert files() == before
 
 
 def test_train_needs_a_config():
-    res = cli("train", "--no-progress")
+    res = cli_in_process("train", "--no-progress")
     assert res.returncode == 2 and "--config" in res.stderr
 
 
@@ -811,7 +817,7 @@ def test_bundle_of_an_earlier_layout_reads_the_leading_part(bundle, tmp_path):
 
 def test_export_cli_and_bundle_as_agent_spec(smoke_run, tmp_path):
     out = tmp_path / "bots" / "smoke"
-    res = cli("export", smoke_run, "--out", out)
+    res = cli_in_process("export", smoke_run, "--out", out)
     assert res.returncode == 0, res.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["presets"] == ["culo"] and manifest["players"] == [4]
@@ -825,28 +831,28 @@ def test_export_cli_and_bundle_as_agent_spec(smoke_run, tmp_path):
     res = cli(*suggested[1:], input="quit\n")
     assert res.returncode == 0 and "you left the game" in res.stdout, res.stderr
     assert manifest["training"]["evaluation"]["results"]["random"]["rank_points"] > 1.5
-    res = cli("simulate", "--rules", "culo", "--players", "4", "--matches", "3",
+    res = cli_in_process("simulate", "--rules", "culo", "--players", "4", "--matches", "3",
               "--agents", out, "random", "random", "random")
     assert res.returncode == 0, res.stderr
-    res = cli("simulate", "--rules", "tavern", "--players", "4", "--matches", "1",
+    res = cli_in_process("simulate", "--rules", "tavern", "--players", "4", "--matches", "1",
               "--agents", out, "random", "random", "random")
     assert res.returncode != 0 and "trained for preset" in res.stderr
     assert "Traceback" not in res.stderr
-    res = cli("export", tmp_path / "nothing-here", "--out", tmp_path / "x")
+    res = cli_in_process("export", tmp_path / "nothing-here", "--out", tmp_path / "x")
     assert res.returncode == 2 and f"{tmp_path / 'nothing-here'} does not exist" in res.stderr
     (tmp_path / "damaged").mkdir()
     (tmp_path / "damaged" / "latest.json").write_text("garbage")
-    res = cli("export", tmp_path / "damaged", "--out", tmp_path / "x")
+    res = cli_in_process("export", tmp_path / "damaged", "--out", tmp_path / "x")
     assert res.returncode == 2 and "latest.json cannot be read" in res.stderr, res.stderr
     assert "give one of the run's checkpoints instead" in res.stderr
-    res = cli("export", tmp_path / "nothing-here", "--out", tmp_path / "x")
+    res = cli_in_process("export", tmp_path / "nothing-here", "--out", tmp_path / "x")
     assert res.returncode == 2 and f"{tmp_path / 'nothing-here'} does not exist" in res.stderr
     (tmp_path / "afile").write_text("")
-    res = cli("export", smoke_run, "--out", tmp_path / "afile" / "bot")
+    res = cli_in_process("export", smoke_run, "--out", tmp_path / "afile" / "bot")
     assert res.returncode == 2 and "--out" in res.stderr and "Traceback" not in res.stderr
-    res = cli("export", out, "--out", tmp_path / "again")
+    res = cli_in_process("export", out, "--out", tmp_path / "again")
     assert res.returncode == 2 and f"{out} is a bot bundle already" in res.stderr, res.stderr
-    res = cli("export", Path(smoke_run) / "checkpoints", "--out", tmp_path / "again")
+    res = cli_in_process("export", Path(smoke_run) / "checkpoints", "--out", tmp_path / "again")
     assert res.returncode == 2, res.stderr
     assert f"is the checkpoints folder of the run {str(smoke_run)!r}" in res.stderr, res.stderr
 
@@ -931,7 +937,7 @@ def test_export_never_deletes_what_is_not_a_bundle(smoke_run, tmp_path):
     afile = tmp_path / "afile.txt"
     afile.write_text("mine")
     for out in (keep, afile, smoke_run):
-        res = cli("export", smoke_run, "--out", out)
+        res = cli_in_process("export", smoke_run, "--out", out)
         assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
         assert "not part of a bundle" in res.stderr or "is a file" in res.stderr
     assert (keep / "notes.txt").read_text() == "mine" and afile.read_text() == "mine"
@@ -939,13 +945,13 @@ def test_export_never_deletes_what_is_not_a_bundle(smoke_run, tmp_path):
     # a bare bundle is replaced, and nothing is left beside it
     out = tmp_path / "bots" / "smoke"
     for _ in range(2):
-        assert cli("export", smoke_run, "--out", out).returncode == 0
+        assert cli_in_process("export", smoke_run, "--out", out).returncode == 0
     assert sorted(p.name for p in out.parent.iterdir()) == ["smoke"]
     # the current directory, even empty, is not replaced (and nothing is left in it)
     here = tmp_path / "here"
     here.mkdir()
     for out in (".", ".."):
-        res = cli("export", smoke_run, "--out", out, cwd=here)
+        res = cli_in_process("export", smoke_run, "--out", out, cwd=here)
         assert res.returncode == 2 and "is the current directory" in res.stderr, res.stderr
     assert list(here.iterdir()) == []
 
@@ -1030,7 +1036,7 @@ def test_export_of_a_checkpoint_with_damaged_metadata_says_so(smoke_run, tmp_pat
     for damaged in ("{not json", "[1, 2]", b"\xff\xfe"):
         path = checkpoint.with_suffix(".json")
         path.write_bytes(damaged if isinstance(damaged, bytes) else damaged.encode())
-        res = cli("export", checkpoint, "--out", tmp_path / "bot")
+        res = cli_in_process("export", checkpoint, "--out", tmp_path / "bot")
         assert res.returncode == 2 and "metadata is damaged" in res.stderr, res.stderr[-2000:]
         assert "Traceback" not in res.stderr and not (tmp_path / "bot").exists()
     meta = json.loads((smoke_run / latest["meta"]).read_text())
@@ -1039,7 +1045,7 @@ def test_export_of_a_checkpoint_with_damaged_metadata_says_so(smoke_run, tmp_pat
                         ({**meta["rules"], "num_players": 9}, "holds rules that are not valid "
                                                               "(num_players: 9")]:
         checkpoint.with_suffix(".json").write_text(json.dumps({**meta, "rules": rules}))
-        res = cli("export", checkpoint, "--out", tmp_path / "bot")
+        res = cli_in_process("export", checkpoint, "--out", tmp_path / "bot")
         assert res.returncode == 2 and says in res.stderr, res.stderr[-2000:]
         assert "Traceback" not in res.stderr and not (tmp_path / "bot").exists()
     # a config that is no mapping, table sizes that are none (a bundle play would refuse)
@@ -1047,7 +1053,7 @@ def test_export_of_a_checkpoint_with_damaged_metadata_says_so(smoke_run, tmp_pat
                          ({**meta["config"], "players": None}, "its config's players are None"),
                          ({**meta["config"], "players": [4, 9]}, "players are [4, 9]")]:
         checkpoint.with_suffix(".json").write_text(json.dumps({**meta, "config": config}))
-        res = cli("export", checkpoint, "--out", tmp_path / "bot")
+        res = cli_in_process("export", checkpoint, "--out", tmp_path / "bot")
         assert res.returncode == 2 and says in res.stderr, res.stderr[-2000:]
         assert "Traceback" not in res.stderr and not (tmp_path / "bot").exists()
 
@@ -1056,7 +1062,7 @@ def test_export_refuses_a_symbolic_link_as_out(smoke_run, tmp_path):
     real = tmp_path / "real"
     real.mkdir()
     (tmp_path / "link").symlink_to(real)
-    res = cli("export", smoke_run, "--out", tmp_path / "link")
+    res = cli_in_process("export", smoke_run, "--out", tmp_path / "link")
     assert res.returncode == 2 and "is a symbolic link; give the folder it points to" in res.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]
     assert (tmp_path / "link").is_symlink() and not list(real.iterdir())
@@ -1088,7 +1094,7 @@ def test_a_run_is_not_trained_into_a_bundle(tmp_path):
     bundle = tmp_path / "bot"
     shutil.copytree(ROOT / "bots" / "ppo_culo_4p", bundle)
     before = sorted(p.name for p in bundle.iterdir())
-    res = cli("train", "--config", SMOKE, "--run-dir", bundle)
+    res = cli_in_process("train", "--config", SMOKE, "--run-dir", bundle)
     assert res.returncode == 2 and "holds a bot bundle (manifest.json)" in res.stderr
     assert sorted(p.name for p in bundle.iterdir()) == before
 
@@ -1367,7 +1373,8 @@ def test_a_dotted_set_names_a_policy_file_of_a_mix_whole():
 
 
 def test_a_bad_config_leaves_no_run_directory(tmp_path):
-    res = cli("train", "--config", SMOKE, "--run-dir", tmp_path / "r", "--set", "ppo.n_steps=0")
+    res = cli_in_process("train", "--config", SMOKE, "--run-dir", tmp_path / "r", "--set",
+                         "ppo.n_steps=0")
     assert res.returncode == 2, res.stderr[-2000:]
     assert "ppo.n_steps: 0 is not allowed" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "r").exists()
@@ -1476,7 +1483,7 @@ def test_train_refuses_a_folder_that_is_not_a_run_and_writes_nothing_there(tmp_p
     (notes / "todo.txt").write_text("train a bot\n")
     for run, names in ((mine, "config.yaml, rules.json"), (notes, "todo.txt")):
         before = {p.name: p.read_bytes() for p in run.iterdir()}
-        res = cli("train", "--config", SMOKE, "--run-dir", run, "--no-progress")
+        res = cli_in_process("train", "--config", SMOKE, "--run-dir", run, "--no-progress")
         assert res.returncode == 2, res.stderr[-2000:]
         assert f"holds files that are not a run's ({names})" in res.stderr
         assert {p.name: p.read_bytes() for p in run.iterdir()} == before
@@ -1504,18 +1511,18 @@ def test_a_run_that_lost_its_latest_json_is_refused_not_started_over(tmp_path, s
     (run / "latest.json").unlink()
     before = sorted(p.relative_to(run) for p in run.rglob("*"))
     for args in (["--resume"], ["--config", SMOKE]):
-        res = cli("train", "--run-dir", run, "--no-progress", *args)
+        res = cli_in_process("train", "--run-dir", run, "--no-progress", *args)
         assert res.returncode == 2, res.stderr[-2000:]
         assert f"has checkpoints (the newest: {newest}) but no latest.json" in res.stderr
         assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
 
 
 def test_resume_of_no_run_says_how_to_start_one(tmp_path):
-    res = cli("train", "--resume", "--run-dir", tmp_path / "none")
+    res = cli_in_process("train", "--resume", "--run-dir", tmp_path / "none")
     assert res.returncode == 2
     assert "start a run there with arschloch train --config FILE --run-dir" in res.stderr
     # a folder of other files: no run to resume, and none to start there either
-    res = cli("train", "--resume", "--run-dir", ROOT / "configs")
+    res = cli_in_process("train", "--resume", "--run-dir", ROOT / "configs")
     assert res.returncode == 2 and "start a run there" not in res.stderr
     assert ("is not a run directory (no config.yaml); give the --run-dir of a run (it holds "
             "config.yaml and checkpoints/), or start a new run in a folder of its own"
@@ -1681,7 +1688,7 @@ def test_resume_from_a_damaged_checkpoint_names_it(smoke_run, tmp_path):
     latest = json.loads((run / "latest.json").read_text())
     (run / latest["checkpoint"]).write_bytes(b"garbage")
     config = (run / "config.yaml").read_text()
-    res = cli("train", "--run-dir", run, "--resume", "--no-progress", "--set",
+    res = cli_in_process("train", "--run-dir", run, "--resume", "--no-progress", "--set",
               f"total_steps={latest['steps'] + 2048}")
     assert res.returncode == 2, res.stderr[-2000:]
     assert f"--resume: {run / latest['checkpoint']} cannot be loaded" in res.stderr
@@ -1715,7 +1722,7 @@ def test_resume_refuses_another_runs_sb3_checkpoint_in_one_line(smoke_run, tmp_p
     envs = DummyVecEnv([make_env(other, 0, tmp_path / "league")])
     make_model(other, envs, tmp_path / "tb").save(str(run / latest["checkpoint"]))
     envs.close()
-    res = cli("train", "--run-dir", run, "--resume", "--no-progress", "--set",
+    res = cli_in_process("train", "--run-dir", run, "--resume", "--no-progress", "--set",
               f"total_steps={latest['steps'] + 2048}")
     assert res.returncode == 2, res.stderr[-2000:]
     assert f"--resume: {run / latest['checkpoint']} " in res.stderr and says in res.stderr
@@ -1738,7 +1745,7 @@ def test_resume_refuses_a_config_yaml_edited_where_set_could_not(smoke_run, tmp_
     (run / "config.yaml").write_text(text.replace(*edit))
     before = sorted(p.relative_to(run) for p in run.rglob("*"))
     latest = json.loads((run / "latest.json").read_text())
-    res = cli("train", "--run-dir", run, "--resume", "--no-progress", "--set",
+    res = cli_in_process("train", "--run-dir", run, "--resume", "--no-progress", "--set",
               f"total_steps={latest['steps'] + 2048}")
     assert res.returncode == 2, res.stderr[-2000:]
     assert (f"config.yaml differs from the config its checkpoint {latest['checkpoint']} "
@@ -1789,7 +1796,7 @@ def test_output_paths_that_cannot_be_written_are_refused_first(tmp_path, smoke_r
              "afile' is a file, so no directory can be made under it"),
             (["curves", smoke_run, "--out", tmp_path / "adir"], "is a directory; give the PNG"),
     ):
-        res = cli(*args)
+        res = cli_in_process(*args)
         assert res.returncode == 2 and says in res.stderr, res.stderr[-2000:]
         assert "Traceback" not in res.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "afile"]
@@ -1812,17 +1819,17 @@ def test_curves_never_overwrite_a_file_of_the_run(tmp_path):
     policy.parent.mkdir()
     policy.write_bytes(b"onnx")
     for target in (config, policy):
-        res = cli("curves", run, "--out", target)
+        res = cli_in_process("curves", run, "--out", target)
         assert res.returncode == 2 and "the learning curves are a PNG file" in res.stderr, \
             res.stderr[-2000:]
         assert "Traceback" not in res.stderr
     assert config.read_bytes() == before and policy.read_bytes() == b"onnx"
     for _ in range(2):
-        res = cli("curves", run, "--out", run / "curves.png")
+        res = cli_in_process("curves", run, "--out", run / "curves.png")
         assert res.returncode == 0, res.stderr[-2000:]
     notes = tmp_path / "notes.png"  # a name that ends in .png is not yet a PNG image
     notes.write_text("not an image")
-    res = cli("curves", run, "--out", notes)
+    res = cli_in_process("curves", run, "--out", notes)
     assert res.returncode == 2 and "is a file that is not a PNG image" in res.stderr
     assert notes.read_text() == "not an image"
 
