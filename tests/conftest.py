@@ -46,6 +46,25 @@ def made_once(tmp_path_factory, name: str, make) -> Path:
     return mine
 
 
+TRAIN_EXTRA = ("torch", "stable_baselines3", "sb3_contrib", "tensorboard", "onnx")
+
+
+def pytest_collection_modifyitems(config, items):
+    """A core install (``pip install -e .``, no training extra) skips the tests marked
+    ``train_extra`` instead of failing them, and tests the engine, the environments, the bots
+    and the tournaments all the same."""
+    import importlib.util
+
+    missing = [name for name in TRAIN_EXTRA if importlib.util.find_spec(name) is None]
+    if not missing:
+        return
+    skip = pytest.mark.skip(reason=f"needs the training extra ({', '.join(missing)} not "
+                                   "installed): pip install -e '.[train]'")
+    for item in items:
+        if item.get_closest_marker("train_extra"):
+            item.add_marker(skip)
+
+
 settings.register_profile("ci", max_examples=60, deadline=None)
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")

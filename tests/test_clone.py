@@ -18,6 +18,8 @@ from arschloch_env.rules import make_rules
 from train.clone import Decisions, clone, collect
 from tests.test_ppo_vec import cli, latest_meta, train_args
 
+pytestmark = pytest.mark.train_extra
+
 
 @pytest.fixture(scope="module")
 def greedy_clone(tmp_path_factory):

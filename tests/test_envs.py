@@ -15,7 +15,6 @@ from arschloch_env.actions import ActionError
 from arschloch_env.engine import IllegalActionError
 from arschloch_env.rules import RulesError, make_rules
 from arschloch_env.single import SingleSeatEnv
-from arschloch_env.vector_env import ArschlochVecEnv
 
 PRESETS = ("culo", "culo-points", "culo-ten", "culo-52", "tavern")
 ALL_TABLES = [(p, n) for p in PRESETS for n in (3, 4, 5, 6)]
@@ -420,6 +419,7 @@ def test_single_seat_observation_carries_the_mask():
     assert SingleSeatEnv(mask_in_observation=np.bool_(False)).mask_in_observation is False
 
 
+@pytest.mark.train_extra
 def test_sb3_check_env():
     from stable_baselines3.common.env_checker import check_env
     env = SingleSeatEnv(rules="culo-52", num_players=5, seat=None, rounds=1)
@@ -517,6 +517,7 @@ def test_single_seat_illegal_actions_in_a_row_truncate_the_episode():
             SingleSeatEnv("culo", max_illegal=bad)
 
 
+@pytest.mark.train_extra
 @pytest.mark.filterwarnings("ignore:.*render_mode='rgb_array' that is not in the possible")
 def test_sb3_make_vec_env_builds_the_registered_env():
     """make_vec_env asks for render_mode="rgb_array" and retries without it on a TypeError."""
@@ -605,6 +606,7 @@ def _make_single():  # as SB3 trains it: the vector, with action_masks() on the 
                          mask_in_observation=False)
 
 
+@pytest.mark.train_extra
 def test_action_masks_through_subproc_vec_env():
     from stable_baselines3.common.vec_env import SubprocVecEnv
     venv = SubprocVecEnv([_make_single, _make_single], start_method="fork")
@@ -622,6 +624,7 @@ def test_action_masks_through_subproc_vec_env():
         venv.close()
 
 
+@pytest.mark.train_extra
 def test_maskable_utils_get_action_masks():
     from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
     from stable_baselines3.common.vec_env import DummyVecEnv
@@ -821,6 +824,7 @@ def test_a_record_reaches_its_file_without_close(tmp_path, make):
 
 
 def _recording_vec_env(path):
+    from arschloch_env.vector_env import ArschlochVecEnv
     env = ArschlochVecEnv("culo", 4, num_envs=2, rounds=1, record_path=path, record_games=[0])
     env.reset()
     return env
@@ -829,7 +833,7 @@ def _recording_vec_env(path):
 @pytest.mark.parametrize("make", [
     lambda path: arschloch_env.env(rules="culo", num_players=4, rounds=1, record_path=path),
     lambda path: SingleSeatEnv(rules="culo", num_players=4, rounds=1, record_path=path),
-    _recording_vec_env,
+    pytest.param(_recording_vec_env, marks=pytest.mark.train_extra),
 ])
 def test_a_recording_env_dropped_unclosed_frees_its_record_at_once(tmp_path, make):
     """A second writer of a record is refused while the first lives; an env dropped without
@@ -985,6 +989,7 @@ class HoldsALock:
         return int(np.flatnonzero(observation["action_mask"])[0])
 
 
+@pytest.mark.train_extra
 def test_an_agent_object_that_cannot_be_copied_for_each_seat_is_refused_clearly():
     """Several seats need as many copies; one that refuses to be copied is an AgentSpecError
     that says why and what to give instead, before any game (not a bare TypeError later)."""
@@ -1000,6 +1005,7 @@ def test_an_agent_object_that_cannot_be_copied_for_each_seat_is_refused_clearly(
         run_tournament("culo", [HoldsALock(), "greedy"], deals=2, seed=0, players=4)
 
 
+@pytest.mark.train_extra
 def test_every_env_keeps_the_table_size_a_rules_file_names(tmp_path):
     """A rules file's num_players is its table size, as for make_rules and the commands; the
     envs' default of 4 is for a preset name (or a file that names none)."""
@@ -1029,6 +1035,7 @@ def test_an_opponent_sampler_must_return_one_agent_per_other_seat():
             env.reset(seed=0)
 
 
+@pytest.mark.train_extra
 def test_a_bad_num_envs_is_named_as_given():
     from arschloch_env.vector_env import ArschlochVecEnv
     with pytest.raises(ValueError, match=r"^num_envs 0: must be an integer >= 1"):

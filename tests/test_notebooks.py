@@ -18,6 +18,8 @@ import nbclient
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.train_extra
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 KERNEL = "arschloch-test"

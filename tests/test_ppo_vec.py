@@ -26,6 +26,8 @@ import pytest
 from train.config import ConfigError, load_config
 from train.ppo_vec import compute_advantages, policy_files
 
+pytestmark = pytest.mark.train_extra
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").glob("ppo_vec_*.yaml"))
 SMALL = [

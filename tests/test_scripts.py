@@ -66,6 +66,7 @@ def test_demo_help_comes_before_the_first_runs_install(tmp_path):
     assert not venv.exists() and "creating virtual environment" not in res.stderr
 
 
+@pytest.mark.train_extra
 def test_train_throughput_refuses_ppo_vec_options_for_an_sb3_config():
     """--profile, --snapshots and --repeat act on the ppo-vec trainer only: an SB3 config took
     them and printed its figure as if they had been applied."""
@@ -78,6 +79,7 @@ def test_train_throughput_refuses_ppo_vec_options_for_an_sb3_config():
         assert f"{flag[0]} is for ppo-vec configs" in res.stderr and "algo ppo" in res.stderr
 
 
+@pytest.mark.train_extra
 def test_train_throughput_repeats_and_gives_the_median():
     """--repeat N: N timings in a row, a line each, then their median and range."""
     res = subprocess.run([sys.executable, str(ROOT / "bench" / "train_throughput.py"),

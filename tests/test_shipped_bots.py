@@ -57,6 +57,7 @@ def test_bundle_is_complete(bot):
         f"{bot.name}: EVALUATION.md must name the commands behind its figures"
 
 
+@pytest.mark.train_extra
 @pytest.mark.parametrize("bot", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_bundle_graph_has_the_oldest_ir_version_its_opset_allows(bot):
     """onnxruntime refuses an IR version newer than it knows, though it runs every operator
@@ -422,6 +423,7 @@ def test_a_manifest_whose_rules_are_of_another_deck_than_its_layout_says_so(tmp_
         load_bundle(edited_copy(tmp_path / "t", culo_rules, "ppo_vec_tavern_multi"))
 
 
+@pytest.mark.train_extra
 def test_a_graph_of_another_action_count_is_refused_at_load(tmp_path):
     from agents.bundle import BundleError, file_sha256, load_bundle
     from agents.mlp import MLP
@@ -441,6 +443,7 @@ def test_a_graph_of_another_action_count_is_refused_at_load(tmp_path):
         load_bundle(bundle)
 
 
+@pytest.mark.train_extra
 def test_a_graph_made_for_any_width_loads(tmp_path):
     """A graph from elsewhere may name its widths (symbolic dimensions) instead of fixing
     them: there is nothing to compare, and it plays."""

@@ -29,6 +29,8 @@ from conftest import cli_in_process, made_once
 from arschloch_env.observation import Encoder
 from train.config import ConfigError, TrainConfig, load_config
 
+pytestmark = pytest.mark.train_extra
+
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = ROOT / "configs" / "ppo_smoke.yaml"
 

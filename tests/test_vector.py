@@ -488,6 +488,7 @@ def _random_masked(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return scores.argmax(axis=1)
 
 
+@pytest.mark.train_extra
 @pytest.mark.parametrize("seat", [None, 2])
 def test_vec_env_episode_returns_are_match_points(seat):
     from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
@@ -518,6 +519,7 @@ def test_vec_env_episode_returns_are_match_points(seat):
     env.close()
 
 
+@pytest.mark.train_extra
 def test_vec_env_says_how_to_watch_its_games_instead_of_images():
     from arschloch_env.vector_env import ArschlochVecEnv
     env = ArschlochVecEnv("culo", 4, num_envs=2, seed=0)
@@ -527,6 +529,7 @@ def test_vec_env_says_how_to_watch_its_games_instead_of_images():
     env.close()
 
 
+@pytest.mark.train_extra
 def test_vec_env_names_the_opponent_callable_that_chose_an_illegal_action():
     """Not a bare engine error, which reads as if the learner had made the move."""
     from agents.runner import AgentError
@@ -545,6 +548,7 @@ def test_vec_env_names_the_opponent_callable_that_chose_an_illegal_action():
     env.close()
 
 
+@pytest.mark.train_extra
 def test_vec_env_batched_opponent_and_maskable_ppo():
     from sb3_contrib import MaskablePPO
     from arschloch_env.vector_env import ArschlochVecEnv
@@ -571,6 +575,7 @@ def test_vec_env_batched_opponent_and_maskable_ppo():
     assert numpy_seat.seats.tolist() == [2, 2] and type(numpy_seat.fixed_seat) is int
 
 
+@pytest.mark.train_extra
 def test_vec_env_takes_agents_that_play_on_the_observation():
     from agents.base import make_agent
     from agents.bundle import BundleError
@@ -596,6 +601,7 @@ def test_vec_env_takes_agents_that_play_on_the_observation():
         ArschlochVecEnv("culo", 4, num_envs=2, opponent="greedyy")
 
 
+@pytest.mark.train_extra
 @pytest.mark.parametrize("make", ["random_agent", "sampling_clone"])
 def test_vec_env_replays_a_sampling_observation_opponent(make):
     """One object plays every opponent seat; a seeded env reseeds it, so that an agent that
@@ -624,6 +630,7 @@ def test_vec_env_replays_a_sampling_observation_opponent(make):
     assert np.array_equal(first, rollout(envs[0]))
 
 
+@pytest.mark.train_extra
 def test_vec_env_refused_step_keeps_the_carried_reward():
     """Rewards of a new match before the learner's first decision are paid with its next
     step; a step refused for an illegal action must change nothing, those rewards included."""
@@ -654,6 +661,7 @@ def test_vec_env_refused_step_keeps_the_carried_reward():
     assert np.array_equal(envs[0].step(legal)[1], envs[1].step(legal)[1])
 
 
+@pytest.mark.train_extra
 def test_vec_env_keeps_sb3_vec_env_contracts():
     """reset_infos name each game's seat after every automatic restart; get_attr of a per-game
     attribute is per game; set_attr is for all games at once and not for what is fixed;
@@ -690,6 +698,7 @@ def test_vec_env_keeps_sb3_vec_env_contracts():
         env.set_options({"match_index": 3})
 
 
+@pytest.mark.train_extra
 def test_vec_env_refuses_actions_of_another_shape():
     """One action per game along the first axis: 3 actions for 4 games were refused with
     numpy's reshape error, and a 2x2 array was flattened into the games' actions."""
@@ -711,6 +720,7 @@ def test_vec_env_refuses_actions_of_another_shape():
     assert np.array_equal(obs, want[0]) and np.array_equal(rew, want[1])
 
 
+@pytest.mark.train_extra
 def test_vec_env_set_attr_refuses_a_seat_off_the_table():
     """set_attr("fixed_seat") is checked as the constructor's seat: seat 7 at four seats was
     taken and broke the step that ended a match (an IndexError after the engine moved)."""
@@ -731,6 +741,7 @@ def test_vec_env_set_attr_refuses_a_seat_off_the_table():
     assert 2 in env.seats.tolist()
 
 
+@pytest.mark.train_extra
 @pytest.mark.parametrize("bad", [-1, 2**63, "a", 1.5, [1, 2]])
 def test_vec_env_refuses_a_bad_seed_when_given(bad):
     """seed() refuses what the games cannot be seeded with, and keeps the seed asked for
@@ -745,6 +756,7 @@ def test_vec_env_refuses_a_bad_seed_when_given(bad):
     assert env.seats.tolist() == twin.seats.tolist()
 
 
+@pytest.mark.train_extra
 def test_vec_env_records_name_the_agents(tmp_path):
     """The record of every match names the learner's seat of that match and the opponent."""
     from arschloch_env.vector_env import ArschlochVecEnv
@@ -793,6 +805,7 @@ class ObservationSeatLog(SeatLog):
         return int(np.flatnonzero(observation["action_mask"])[-1])
 
 
+@pytest.mark.train_extra
 @pytest.mark.parametrize("opponent", ["expert", SeatLog(), ObservationSeatLog()])
 def test_vec_env_plays_agents_that_read_the_view(opponent):
     """Agents that read the public view get it from a reference game per table that follows
@@ -836,6 +849,7 @@ class Returns:
         return self.value
 
 
+@pytest.mark.train_extra
 @pytest.mark.parametrize("value,words", [
     ("1", "'1' is not an integer action id"),
     (1.0, "1.0 is not an integer action id"),
@@ -877,6 +891,7 @@ class BatchedReturns:
         return self.value
 
 
+@pytest.mark.train_extra
 @pytest.mark.parametrize("value,words", [
     (0.0, r"returned float64 values of shape \(\d,\); expected \d integer action ids"),
     (999, r"chose an illegal action: game \d: action 999 is out of range"),
@@ -897,6 +912,7 @@ def test_vec_env_names_a_batched_agent_that_chose_an_illegal_action(value, words
         env.step(np.zeros(2, np.int64))
 
 
+@pytest.mark.train_extra
 def test_vec_env_refuses_a_batched_opponent_that_returns_no_integers():
     from arschloch_env.vector_env import ArschlochVecEnv
 
@@ -909,6 +925,7 @@ def test_vec_env_refuses_a_batched_opponent_that_returns_no_integers():
         env.reset()
 
 
+@pytest.mark.train_extra
 def test_vec_env_skips_a_match_without_a_learner_decision():
     """In single rounds at 6 players a seat sometimes only ever passes by force: that match
     is no episode, and its rewards do not leak into the next one."""
@@ -928,6 +945,7 @@ def test_vec_env_skips_a_match_without_a_learner_decision():
     assert skipped > 0 and episodes > 1000
 
 
+@pytest.mark.train_extra
 def test_vec_env_reset_counts_the_matches_it_skipped():
     """A match without a learner decision can also be played through by reset() itself (about
     one game in 8,000 at 6 players, single rounds): reset_infos count it, as step's infos do."""
@@ -990,6 +1008,7 @@ class HasAPolicyHelper(KeepsANetworkAsPolicy):
         return self.policy(observation, view)
 
 
+@pytest.mark.train_extra
 @pytest.mark.parametrize("agent", [KeepsANetworkAsPolicy, HasAPolicyHelper])
 def test_vec_env_asks_an_agent_whose_policy_is_no_batched_one_through_act(agent):
     """A copy per opponent seat, reset with its seat every match, as the agent protocol has
@@ -1004,6 +1023,7 @@ def test_vec_env_asks_an_agent_whose_policy_is_no_batched_one_through_act(agent)
     assert {seat for a in copies for seat in a.resets} == {1, 2, 3}
 
 
+@pytest.mark.train_extra
 def test_vec_env_takes_a_bundle_path_as_a_path(tmp_path):
     from pathlib import Path
     from arschloch_env.vector_env import ArschlochVecEnv, SharedOpponent
@@ -1045,6 +1065,7 @@ def test_a_recording_vectorgame_refuses_a_shallow_copy_too(tmp_path):
     vg.close()
 
 
+@pytest.mark.train_extra
 def test_vec_env_before_reset_says_to_reset():
     from arschloch_env.vector_env import ArschlochVecEnv
     env = ArschlochVecEnv("culo", 4, num_envs=3, seed=0)
