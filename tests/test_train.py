@@ -25,8 +25,8 @@ import yaml
 from agents.bundle import NO_ACTION, BundleError, load_bundle, load_torch_program
 from agents.mlp import MLP
 from arschloch_env.engine import Game
-from conftest import cli_in_process, made_once
 from arschloch_env.observation import Encoder
+from conftest import cli_in_process, made_once
 from train.config import ConfigError, TrainConfig, load_config
 
 pytestmark = pytest.mark.train_extra
