@@ -33,19 +33,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def bench_sb3(cfg, args) -> None:
     import torch
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+    from stable_baselines3.common.vec_env import SubprocVecEnv
 
     from train.export import policy_mlp
     from train.league import League
-    from train.sb3_trainer import check_env_workers_fit, make_env, make_model, uses_env_processes
+    from train.sb3_trainer import check_env_workers_fit, make_envs, make_model
 
     check_env_workers_fit(cfg)
     torch.set_num_threads(cfg.torch_threads)
     with tempfile.TemporaryDirectory() as tmp:
         league_dir = Path(tmp) / "league"
         league = League(league_dir, cfg.league.max_snapshots)
-        thunks = [make_env(cfg, i, league_dir) for i in range(cfg.n_envs)]
-        envs = SubprocVecEnv(thunks) if uses_env_processes(cfg) else DummyVecEnv(thunks)
+        envs = make_envs(cfg, league_dir)
         model = make_model(cfg, envs, Path(tmp) / "tb")
         league.update_current(policy_mlp(model))
         league.add_snapshot(policy_mlp(model), 0)

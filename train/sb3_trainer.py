@@ -89,6 +89,16 @@ def make_env(cfg: TrainConfig, index: int, league_dir: Path, worker: bool = Fals
     return thunk
 
 
+def make_envs(cfg: TrainConfig, league_dir: Path):
+    """The run's ``n_envs`` envs as one SB3 VecEnv, stepped in worker processes of their own
+    where :func:`uses_env_processes` (:func:`check_env_workers_fit` first: they must fit)."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    subproc = uses_env_processes(cfg)
+    thunks = [make_env(cfg, i, league_dir, worker=subproc) for i in range(cfg.n_envs)]
+    return SubprocVecEnv(thunks) if subproc else DummyVecEnv(thunks)
+
+
 def lr_schedule(cfg: TrainConfig):
     """SB3 schedule of ``cfg.learning_rate_at``. SB3's progress is 1 - steps / total_steps,
     on resume too (it adds the steps done to the remaining ones)."""
@@ -552,8 +562,6 @@ def check_env_workers_fit(cfg: TrainConfig, meminfo: str = "/proc/meminfo",
 def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | None) -> Path:
     import torch
     from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-
     from stable_baselines3.common.utils import get_latest_run_id
 
     from train.callbacks import TrainingLoop
@@ -572,9 +580,7 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
     league = League(run.league, cfg.league.max_snapshots)
     if meta is not None:
         league.restore(meta.get("league"))
-    subproc = uses_env_processes(cfg)
-    thunks = [make_env(cfg, i, run.league, worker=subproc) for i in range(cfg.n_envs)]
-    envs = SubprocVecEnv(thunks) if subproc else DummyVecEnv(thunks)
+    envs = make_envs(cfg, run.league)
     envs.seed(cfg.seed)
     if meta is None:
         model = make_model(cfg, envs, run.tb)
@@ -639,4 +645,4 @@ def _train_sb3(cfg: TrainConfig, run: RunDir, resume: bool, progress: bool | Non
 
 
 __all__ = ["RunDir", "check_env_workers_fit", "code_version", "eval_players", "load_run_config",
-           "make_env", "make_model", "rules_for", "train", "uses_env_processes"]
+           "make_env", "make_envs", "make_model", "rules_for", "train", "uses_env_processes"]
