@@ -17,9 +17,11 @@ seat's hand (relative order) and the face-down cards (left-over or laid down).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+import math
 import struct
 from array import array
+from dataclasses import dataclass
 from itertools import accumulate
 
 import numpy as np
@@ -92,6 +94,18 @@ def _state_extra(R: int) -> list[tuple[str, tuple[int, ...], str]]:
     ]
 
 
+@functools.cache
+def _offsets(R: int, full_state: bool) -> tuple[tuple[str, slice], ...]:
+    """(name, slice) of every slice of :class:`Layout` ``(R, full_state)``, in order; cached,
+    because agents and encoders look them up at every match start."""
+    out, o = [], 0
+    for name, shape, _ in Layout(R, full_state).entries:
+        size = math.prod(shape)
+        out.append((name, slice(o, o + size)))
+        o += size
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Layout:
     """Offsets of the named slices for a deck of ``R`` ranks."""
@@ -110,12 +124,7 @@ class Layout:
 
     @property
     def slices(self) -> dict[str, slice]:
-        out, o = {}, 0
-        for name, shape, _ in self.entries:
-            size = int(np.prod(shape))
-            out[name] = slice(o, o + size)
-            o += size
-        return out
+        return dict(_offsets(self.R, self.full_state))
 
     def version_size(self, version: int) -> int:
         """The size of the observation in an earlier layout version: its leading part."""
@@ -123,7 +132,7 @@ class Layout:
 
     @property
     def size(self) -> int:
-        return sum(int(np.prod(shape)) for _, shape, _ in self.entries)
+        return _offsets(self.R, self.full_state)[-1][1].stop
 
     def views(self, vec: np.ndarray) -> dict[str, np.ndarray]:
         """Named, reshaped views into an observation (or a batch of them: leading axes kept).
