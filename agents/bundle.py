@@ -265,6 +265,7 @@ class BundleAgent:
         self._totals_scale = 1.0
         slices = Layout(len(self.manifest["rules"]["rank_order"])).slices
         self._totals_slice, self._present_slice = slices["seat_total"], slices["seat_present"]
+        self._players = np.asarray(self.manifest["players"])
 
     def check_graph_shapes(self) -> None:
         """Raises BundleError unless the ONNX graph takes the manifest's observation size and
@@ -376,7 +377,8 @@ class BundleAgent:
         for (its ``seat_present`` slice counts the seats): a caller that never calls
         :meth:`reset` would otherwise get moves for a table the policy never saw."""
         seats = x[:, self._present_slice].sum(axis=1)
-        wrong = ~np.isin(seats, self.manifest["players"])
+        # not np.isin, which took three times as long: a fifth of a one-row policy() call
+        wrong = ~(seats[:, None] == self._players).any(axis=1)
         if wrong.any():
             rows = np.flatnonzero(wrong)
             raise BundleError(f"bundle {str(self.path)!r}: observation row(s) "

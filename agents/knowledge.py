@@ -107,15 +107,17 @@ class Knowledge:
         self._before_note: tuple[int | None, set[int]] = (None, set())
 
     def reset(self, rules: Rules | dict | str, seat: int) -> None:
-        self.rules = rules if isinstance(rules, Rules) else make_rules(rules)
-        self._rules_dict = self.rules.to_dict()
-        self.deck = Deck(self.rules)
+        # the same rules again (every match of a tournament): the deck and rules stand
+        if not (isinstance(rules, dict) and rules == self._rules_dict):
+            self.rules = rules if isinstance(rules, Rules) else make_rules(rules)
+            self._rules_dict = self.rules.to_dict()
+            self.deck = Deck(self.rules)
+            self._revealed_slice = Layout(self.deck.R).slices["revealed"]
         self.seat = seat
         self.round = 0
         self.taken = None
         self.laid = set()
         self.left_for_second = set()
-        self._revealed_slice = Layout(self.deck.R).slices["revealed"]
 
     # -- per decision ---------------------------------------------------------------------------
 
