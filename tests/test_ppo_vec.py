@@ -1066,7 +1066,7 @@ def test_export_matches_the_torch_actor(small_run, tmp_path):
     assert (torch_actions.numpy() == actions).all()
     assert np.abs(torch_logits.numpy() - ref).max() < 1e-4
     res = cli_in_process("simulate", "--rules", "culo", "--players", "4", "--matches", "2",
-              "--agents", out, "random", "random", "random")
+                         "--agents", out, "random", "random", "random")
     assert res.returncode == 0, res.stderr
 
 
@@ -1281,7 +1281,7 @@ def test_resume_from_a_damaged_checkpoint_names_it(small_run, tmp_path):
     (run / latest["checkpoint"]).write_bytes(b"garbage")
     config = (run / "config.yaml").read_text()
     res = cli_in_process("train", "--run-dir", str(run), "--resume", "--no-progress", "--set",
-              f"total_steps={latest['steps'] + 10000}")
+                         f"total_steps={latest['steps'] + 10000}")
     assert res.returncode == 2, res.stderr[-2000:]
     assert (f"--resume: {run / latest['checkpoint']}: cannot be loaded (damaged, or not a "
             f"ppo-vec checkpoint: UnpicklingError)") in res.stderr

@@ -834,10 +834,10 @@ def test_export_cli_and_bundle_as_agent_spec(smoke_run, tmp_path):
     assert res.returncode == 0 and "you left the game" in res.stdout, res.stderr
     assert manifest["training"]["evaluation"]["results"]["random"]["rank_points"] > 1.5
     res = cli_in_process("simulate", "--rules", "culo", "--players", "4", "--matches", "3",
-              "--agents", out, "random", "random", "random")
+                         "--agents", out, "random", "random", "random")
     assert res.returncode == 0, res.stderr
     res = cli_in_process("simulate", "--rules", "tavern", "--players", "4", "--matches", "1",
-              "--agents", out, "random", "random", "random")
+                         "--agents", out, "random", "random", "random")
     assert res.returncode != 0 and "trained for preset" in res.stderr
     assert "Traceback" not in res.stderr
     res = cli_in_process("export", tmp_path / "nothing-here", "--out", tmp_path / "x")
@@ -1691,7 +1691,7 @@ def test_resume_from_a_damaged_checkpoint_names_it(smoke_run, tmp_path):
     (run / latest["checkpoint"]).write_bytes(b"garbage")
     config = (run / "config.yaml").read_text()
     res = cli_in_process("train", "--run-dir", run, "--resume", "--no-progress", "--set",
-              f"total_steps={latest['steps'] + 2048}")
+                         f"total_steps={latest['steps'] + 2048}")
     assert res.returncode == 2, res.stderr[-2000:]
     assert f"--resume: {run / latest['checkpoint']} cannot be loaded" in res.stderr
     assert "Traceback" not in res.stderr
@@ -1725,7 +1725,7 @@ def test_resume_refuses_another_runs_sb3_checkpoint_in_one_line(smoke_run, tmp_p
     make_model(other, envs, tmp_path / "tb").save(str(run / latest["checkpoint"]))
     envs.close()
     res = cli_in_process("train", "--run-dir", run, "--resume", "--no-progress", "--set",
-              f"total_steps={latest['steps'] + 2048}")
+                         f"total_steps={latest['steps'] + 2048}")
     assert res.returncode == 2, res.stderr[-2000:]
     assert f"--resume: {run / latest['checkpoint']} " in res.stderr and says in res.stderr
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
@@ -1748,7 +1748,7 @@ def test_resume_refuses_a_config_yaml_edited_where_set_could_not(smoke_run, tmp_
     before = sorted(p.relative_to(run) for p in run.rglob("*"))
     latest = json.loads((run / "latest.json").read_text())
     res = cli_in_process("train", "--run-dir", run, "--resume", "--no-progress", "--set",
-              f"total_steps={latest['steps'] + 2048}")
+                         f"total_steps={latest['steps'] + 2048}")
     assert res.returncode == 2, res.stderr[-2000:]
     assert (f"config.yaml differs from the config its checkpoint {latest['checkpoint']} "
             f"trained with in {field}, which cannot change") in res.stderr
