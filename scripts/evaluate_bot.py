@@ -230,6 +230,10 @@ def check_args(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         if value is not None and (value < 0 or value == 1):
             p.error(f"--{name.replace('_', '-')} {value}: 0 (skip) or at least 2 (an interval "
                     f"needs two deals)")
+    from arschloch_env.rules import TABLE_SIZES
+    if any(n not in TABLE_SIZES for n in args.players):
+        p.error(f"--players {' '.join(map(str, args.players))}: table sizes of "
+                f"{TABLE_SIZES.start} to {TABLE_SIZES.stop - 1} players only")
     if args.jobs is not None and args.jobs < 1:
         p.error(f"--jobs {args.jobs}: at least 1 (or leave it out: every core)")
     if args.seed < 0:

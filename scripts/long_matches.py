@@ -20,10 +20,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agents.base import make_agent  # noqa: E402
-from agents.bundle import load_bundle  # noqa: E402
+from agents.base import AgentSpecError, make_agent  # noqa: E402
+from agents.bundle import BundleError, load_bundle  # noqa: E402
 from agents.runner import play_match  # noqa: E402
-from arschloch_env.rules import make_rules  # noqa: E402
+from arschloch_env.rules import RulesError, make_rules  # noqa: E402
 from train.stats import mean_ci  # noqa: E402
 
 
@@ -80,12 +80,18 @@ def main(argv=None) -> None:
         p.error("--rounds: at least 1; --matches: at least 2 (an interval needs two)")
     if not Path(a.bundle).is_dir():
         p.error(f"bundle {a.bundle}: no such directory")
-    rules = make_rules(a.rules, num_players=a.players, rounds=a.rounds)
+    try:  # refused before any game: a preset, table size, field or bundle that cannot play
+        rules = make_rules(a.rules, num_players=a.players, rounds=a.rounds)
+        make_agent(a.field)
+        bots = (("totals unscaled", Unscaled(a.bundle)), ("totals scaled", load_bundle(a.bundle)))
+        for _, bot in bots:
+            bot.reset(rules, 0)
+    except (RulesError, AgentSpecError, BundleError) as exc:
+        p.error(str(exc))
     print(f"{a.bundle} against {a.players - 1}x {a.field}, {a.rules}, {a.rounds}-round matches, "
           f"{a.matches} matches from seed {a.seed}; rank points per round (par "
           f"{(a.players - 1) / 2:g}), 95% CI over matches")
-    for label, bot in (("totals unscaled", Unscaled(a.bundle)),
-                       ("totals scaled", load_bundle(a.bundle))):
+    for label, bot in bots:
         points = rank_points(bot, a.field, rules, a.matches, a.seed)
         cells = [f"rounds {lo + 1}-{hi}: {mean_ci(points[:, lo:hi].mean(axis=1)).text()}"
                  for lo, hi in stretches(a.rounds)]

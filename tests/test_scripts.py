@@ -1,6 +1,7 @@
 """scripts/env.sh, which scripts/test.sh and scripts/demo.sh source, on its cheap paths: a
 virtual environment in a temporary folder and no package index, so nothing is downloaded."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -135,7 +136,6 @@ def test_bench_bots_refuses_a_bot_it_cannot_time_as_a_usage_error(bots, says):
 def test_bench_bots_times_a_decision_with_a_choice_by_those_decisions_alone(monkeypatch):
     """'ms/decision with choice' divided the time of every decision (those with one legal
     action too) by the number with a choice."""
-    import importlib.util
     import random
     import types
 
@@ -174,3 +174,24 @@ def test_long_matches_prints_both_ways_of_showing_the_totals():
                           "no/such/bundle"], capture_output=True, text=True, timeout=300,
                          cwd=ROOT, stdin=subprocess.DEVNULL)
     assert res.returncode == 2 and "bundle no/such/bundle: no such directory" in res.stderr
+
+
+@pytest.mark.parametrize("args, says", [
+    (["bots/ppo_vec_tavern_multi"], "trained for preset(s) ['tavern'], not 'culo'"),
+    (["bots/ppo_culo_4p", "--players", "5"], "trained for [4] players, not 5"),
+    (["bots/ppo_vec_tavern_multi", "--rules", "nope"], "unknown preset 'nope'"),
+    (["bots/ppo_vec_tavern_multi", "--rules", "tavern", "--players", "2"], "num_players: 2"),
+    (["bots/ppo_vec_tavern_multi", "--rules", "tavern", "--field", "foo"],
+     "unknown agent spec 'foo'"),
+    (["bots"], "no manifest.json"),
+])
+def test_long_matches_refuses_what_cannot_play_before_any_game(args, says, capsys):
+    spec = importlib.util.spec_from_file_location("long_matches",
+                                                  ROOT / "scripts" / "long_matches.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(SystemExit) as exc:
+        module.main([str(ROOT / a) if a.startswith("bots") else a for a in args])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and out == ""
+    assert ": error: " in err.splitlines()[-1] and says in err

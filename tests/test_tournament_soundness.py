@@ -239,6 +239,7 @@ def _evaluate_bot():
     (["{tmp}"], "holds no bot bundle (no manifest.json)"),
     ([str(BUNDLE), "--jobs", "0"], "--jobs 0"),
     ([str(BUNDLE), "--seed", "-1"], "--seed -1"),
+    ([str(BUNDLE), "--players", "9", "2"], "--players 9 2: table sizes of 3 to 6 players only"),
     # refused before the 4-player tournaments, not after them
     ([str(BUNDLE), "--other-fields", "exprt"], "unknown agent spec 'exprt'"),
 ])
