@@ -60,6 +60,8 @@ def test_holm_marks_fewer_differences_than_their_own_intervals():
          "c": mean_ci([0.1, -0.2, 0.3, -0.1, 0.2, -0.3])}      # p far above
     assert two_sided_p(p["a"]) < 0.05 / 3 and 0.025 < two_sided_p(p["b"]) < 0.05
     assert holm_significant([p["a"], p["b"], p["c"]]) == [True, False, False]
+    # the second b would pass alpha / 1 on its own: only the stop at the first b keeps it out
+    assert holm_significant([p["a"], p["b"], p["b"]]) == [True, False, False]
     assert holm_significant([p["b"]]) == [True]
     assert holm_significant([p["b"], mean_ci([0.7])]) == [True, False]  # one tested pair
     assert holm_significant([]) == []
