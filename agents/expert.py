@@ -449,7 +449,7 @@ class ExpertAgent:
         self.knowledge.reset(rules, seat)
 
     def act(self, observation: dict, view: dict | None) -> int:
-        k = self.knowledge.update(view, observation)
+        k = self.knowledge.update(view)
         a = decide(ctx_from_knowledge(k, self.params))
         mask = observation["action_mask"]
         if not (0 <= a < len(mask) and mask[a]):  # pragma: no cover - a bug guard

@@ -8,7 +8,8 @@ Arschloch's "highest cards" are the largest ids of its hand.
 keeps what it must remember between them (the face-up cards it saw, the card it took and the
 card it laid in the left-over swap). From that it derives, for the current decision:
 
-* ``unseen``: the cards the seat has not seen, i.e. in another hand or face down;
+* ``unseen``: the cards the seat has not seen, i.e. in another hand or face down (the
+  top-rank cards a hand of only them revealed when it went out are seen);
 * ``forced``: cards known to be in one seat's hand (cards the seat gave in the exchange, while
   not played: the receiver cannot pass them on);
 * ``caps``: an exclusive upper bound on the other cards of a seat: a forced giver handed over
@@ -32,7 +33,6 @@ from typing import Any
 import numpy as np
 
 from arschloch_env.cards import SUITS
-from arschloch_env.observation import Layout
 from arschloch_env.rules import Rules, make_rules
 
 SUIT_INDEX = {s: i for i, s in enumerate(SUITS)}
@@ -112,7 +112,6 @@ class Knowledge:
             self.rules = rules if isinstance(rules, Rules) else make_rules(rules)
             self._rules_dict = self.rules.to_dict()
             self.deck = Deck(self.rules)
-            self._revealed_slice = Layout(self.deck.R).slices["revealed"]
         self.seat = seat
         self.round = 0
         self.taken = None
@@ -121,8 +120,8 @@ class Knowledge:
 
     # -- per decision ---------------------------------------------------------------------------
 
-    def update(self, view: dict, observation: dict | None = None) -> "Knowledge":
-        """Reads one view (the observation gives the count of revealed top-rank cards)."""
+    def update(self, view: dict) -> "Knowledge":
+        """Reads one public view."""
         # an agent used without reset(), or reset for other rules or another seat
         if view["rules"] != self._rules_dict or view["seat"] != self.seat:
             self.reset(view["rules"], view["seat"])
@@ -156,16 +155,14 @@ class Knowledge:
             self.table = (cards[0] >> 2, len(cards), table["seat"])
         else:
             self.table = None
-        revealed = 0
-        if observation is not None:
-            revealed = int(round(float(np.sum(
-                observation["observation"][self._revealed_slice]))))
-        self.revealed_count = revealed
+        # the top-rank cards of hands that held only them, shown when they went out
+        self.revealed = [deck.ids(cards) for cards in view["revealed"]]
+        revealed = {c for cards in self.revealed for c in cards}
         given = set(deck.ids(view["given"]))
         received = set(deck.ids(view["received"]))
         mine = set(self.hand)
         laid = self.laid & given
-        seen = mine | self.played | set(self.face_up) | laid
+        seen = mine | self.played | set(self.face_up) | laid | revealed
         self.forced: dict[int, set[int]] = {}
         self.caps: dict[int, int] = {}
         roles = role_seats(self.titles)
@@ -186,29 +183,8 @@ class Knowledge:
             held = (given - laid) - seen - received
             if partner is not None and partner != seat and held:
                 self.forced[partner] = held
-        # The revealed top-rank cards: forced cards of seats that left without playing them
-        # first, then any unseen top-rank cards no active seat is known to hold.
         unseen = set(range(deck.size)) - seen
-        top_ids = [c for c in sorted(unseen) if c >> 2 == self.top]
-        to_remove = revealed
-        for s in list(self.forced):
-            if self.sizes[s] == 0:
-                gone = self.forced.pop(s)
-                for c in sorted(gone):
-                    if to_remove and c >> 2 == self.top and c in unseen:
-                        unseen.discard(c)
-                        to_remove -= 1
         pinned = set().union(*self.forced.values()) if self.forced else set()
-        for c in top_ids:
-            if to_remove == 0:
-                break
-            if c in unseen and c not in pinned:
-                unseen.discard(c)
-                to_remove -= 1
-        for s in list(self.forced):
-            self.forced[s] &= unseen
-            if not self.forced[s]:
-                del self.forced[s]
         for s in list(self.caps):
             if self.sizes[s] == 0:
                 del self.caps[s]
@@ -381,7 +357,8 @@ class Knowledge:
     def consistent(self, hands: dict[int, list[int]], face_down: list[int]) -> list[str]:
         """Why a deal of the hidden cards contradicts the knowledge (empty when it does not)."""
         errors = []
-        seen = set(self.hand) | self.played | set(self.face_up) | self.laid_known
+        seen = (set(self.hand) | self.played | set(self.face_up) | self.laid_known
+                | {c for cards in self.revealed for c in cards})
         allc: list[int] = [c for h in hands.values() for c in h] + list(face_down)
         if len(allc) != len(set(allc)):
             errors.append("a card is dealt twice")

@@ -73,10 +73,7 @@ def build_world(template: Game, k: Knowledge, hands: dict[int, list[int]],
     g.passed = list(k.view["passed"])
     g.passes = sum(g.passed)
     g.plays = []
-    # what the seat's own observation shows, so that a policy playing it in the playouts
-    # sees what it would see in the real game (only their number of revealed cards is known)
-    g.revealed = [0] * n
-    g.revealed[k.seat] = (1 << k.revealed_count) - 1
+    g.revealed = [deck.masks(cards)[R - 1] for cards in k.revealed]
     g.given = [[0] * R for _ in range(n)]
     g.received = [[0] * R for _ in range(n)]
     g.given[k.seat] = deck.masks(deck.ids(k.view["given"]))
@@ -88,7 +85,7 @@ def build_world(template: Game, k: Knowledge, hands: dict[int, list[int]],
     g.played = played
     fu = deck.counts(k.face_up)
     gone = [played[r] + fu[r] for r in range(R)]
-    gone[R - 1] += k.revealed_count
+    gone[R - 1] += sum(map(len, k.revealed))
     g.gone = gone
     g._recompute_top_alive()
     g.round, g.rounds_done, g.round_places = 1, 0, []
@@ -244,7 +241,7 @@ class MCAgent:
         return self.policy_order(observation, g.legal_mask())[0]
 
     def act(self, observation: dict, view: dict | None) -> int:
-        k = self.knowledge.update(view, observation)
+        k = self.knowledge.update(view)
         mask = observation["action_mask"]
         legal = [int(a) for a in np.flatnonzero(mask)]
         if len(legal) == 1:

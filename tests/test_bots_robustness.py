@@ -83,9 +83,8 @@ def test_card_counting_is_sound_and_worlds_match_the_game_under_odd_rules():
         while not g.is_over:
             s = g.current
             obs, view = observation_of(g, enc, s), public_view(g, s)
-            k = knowledge[s].update(view, obs)
-            if k.revealed_count == 0:  # revealed suits are unknown to the seat
-                assert k.consistent(*_true_hidden_cards(g, k)) == []
+            k = knowledge[s].update(view)
+            assert k.consistent(*_true_hidden_cards(g, k)) == []
             hands, face_down = k.sample(sample_rng)
             assert k.consistent(hands, face_down) == []
             world = build_world(_world_template(rules), k, hands, face_down)
@@ -429,7 +428,7 @@ def test_a_card_handed_back_in_the_exchange_is_not_pinned_on_the_partner():
     while not g.is_over:
         for s, k in enumerate(ks):
             view = public_view(g, s)
-            k.update(view, enc.observation(g, s))
+            k.update(view)
             own = int(g.hands[s][g.top]).bit_count()
             assert sum(c >> 2 == g.top for c in k.unseen) == 4 - own - g.gone[g.top], (
                 g.round, g.phase, s, k.forced)
@@ -491,10 +490,10 @@ def test_knowledge_without_reset_follows_any_change_of_the_rules_or_seat():
     encoder = Encoder(game.R)
     k = Knowledge()
     k.reset(make_rules("culo", 4).to_dict(), 0)
-    k.update(public_view(game, 0), observation_of(game, encoder, 0))
+    k.update(public_view(game, 0))
     assert k.rules == rules
     k.taken, k.laid = 5, {6}  # what seat 0 did with the left-over cards this round
-    k.update(public_view(game, 2), observation_of(game, encoder, 2))
+    k.update(public_view(game, 2))
     assert k.seat == 2 and k.taken is None and k.laid == set()
 
 

@@ -246,14 +246,14 @@ def run_lockstep(preset: str, n: int, seed: int, enc_factory=Encoder,
             k = know[j][s]
             due = g.phase != PLAY or (t + j) % PLAY_EVERY == 0
             if due:
-                k.update(public_view(g, s), enc.observation(g, s))
+                k.update(public_view(g, s))
                 got, mask = vector_observation(vg, row, s)
                 assert same_bits(got, enc.observe(g, s)) and np.array_equal(
                     mask, g.legal_mask()), "batched engine differs on the real position"
                 check_position(g, s, k, rng, enc, world_enc, tally,
                                vg if check_vector else None, row)
                 other = (s + 1 + t % (n - 1)) % n
-                ko = know[j][other].update(public_view(g, other), enc.observation(g, other))
+                ko = know[j][other].update(public_view(g, other))
                 check_position(g, other, ko, rng, enc, world_enc, tally,
                                vg if check_vector else None, row, worlds=1)
             a = int(actions[j])
