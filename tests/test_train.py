@@ -2011,9 +2011,11 @@ def test_the_last_rollouts_snapshot_is_in_the_final_checkpoint(tmp_path):
 
 
 def test_sb3_scalars_have_one_point_per_step(tmp_path):
-    """An evaluation writes its eval/* at its step without dumping the train/* SB3 recorded
-    since its own dump of that step (they would be a second point at the same step)."""
+    """An evaluation writes its eval/* at its step, and every update its train/* at the step
+    of the rollout it trained on, as ppo-vec does: the last update's too (SB3 alone writes
+    them with the next rollout's and never the last), and no tag twice at one step."""
     from train.curves import read_scalars
+    from train.sb3_trainer import lr_schedule
     run = tmp_path / "run"
     res = cli("train", "--config", SMOKE, "--run-dir", run, "--no-progress",
               *[a for o in ("total_steps=512", "checkpoint_every=512", "ppo.n_steps=128",
@@ -2022,7 +2024,12 @@ def test_sb3_scalars_have_one_point_per_step(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     scalars = read_scalars(run)
     assert [s for s, _ in scalars["eval/vs_random/rank_points"]] == [256, 512]
-    assert "train/loss" in scalars
+    rollouts = [128, 256, 384, 512]
+    assert [s for s, _ in scalars["rollout/ep_rew_mean"]] == rollouts
+    for tag in ("train/loss", "train/learning_rate", "train/approx_kl"):
+        assert [s for s, _ in scalars[tag]] == rollouts, tag
+    final_lr = lr_schedule(load_config(run / "config.yaml"))(0.0)
+    assert scalars["train/learning_rate"][-1][1] == pytest.approx(final_lr)
     for tag, points in scalars.items():
         steps = [s for s, _ in points]
         assert len(steps) == len(set(steps)), (tag, steps)

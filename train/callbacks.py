@@ -105,7 +105,9 @@ class TrainingLoop(BaseCallback):
             self.league.add_snapshot(mlp, steps)
         if self.schedule.due("eval", steps):
             self.evaluate(steps)
-            dump_only(self.logger, "eval/", steps)  # at its step, not at the next rollout's end
+        # the update's train/* at the step of the rollout it trained on, as ppo-vec has them
+        # (SB3 dumps them with the next rollout's, and never those of a run's last update)
+        dump_only(self.logger, ("train/", "eval/"), steps)
         if self.schedule.due("checkpoint", steps):
             self.checkpoint(self.model, latest=True)
 
@@ -162,10 +164,11 @@ class TrainingLoop(BaseCallback):
             # due after the last rollout, whose start would have taken it (as ppo-vec does):
             # a run extended with --resume would otherwise never hold it
             self.league.add_snapshot(policy_mlp(model), steps)
-        if not self.evaluations or self.evaluations[-1]["steps"] != steps:
+        stale = not self.evaluations or self.evaluations[-1]["steps"] != steps
+        if stale:
             self.evaluate(steps)
-            dump_only(self.logger, "eval/", steps)
-        elif self.last_checkpoint is not None and self.last_checkpoint[0] == steps:
+        dump_only(self.logger, ("train/", "eval/"), steps)  # the last update's train/* too
+        if not stale and self.last_checkpoint is not None and self.last_checkpoint[0] == steps:
             return self.last_checkpoint[1]
         return self.checkpoint(model, latest=True)
 
@@ -183,11 +186,11 @@ class TrainingLoop(BaseCallback):
         return None
 
 
-def dump_only(logger, prefix: str, step: int) -> None:
+def dump_only(logger, prefix: str | tuple[str, ...], step: int) -> None:
     """Writes the values recorded under ``prefix`` at ``step`` and keeps the others for SB3's
-    next dump. At a rollout's start SB3 has already dumped that step, with the ``train/*`` of
-    the update before; those of the update since are due at the next rollout's end: a full dump
-    here would give each ``train/*`` tag a second point at this step."""
+    next dump. At a rollout's start SB3 has already dumped that step's ``rollout/*`` and
+    ``time/*``; what the callbacks record since is due at the next rollout's end, whose step
+    it is not."""
     held = {k: (logger.name_to_value.pop(k), logger.name_to_count.pop(k, None),
                 logger.name_to_excluded.pop(k, None))
             for k in list(logger.name_to_value) if not k.startswith(prefix)}
