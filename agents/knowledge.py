@@ -133,7 +133,7 @@ class Knowledge:
         self._before_note = (self.taken, set(self.laid))
         rules, deck = self.rules, self.deck
         self.seat = seat = view["seat"]
-        self.n = n = rules.num_players
+        self.n = rules.num_players
         self.R = deck.R
         self.top = deck.R - 1
         self.phase = view["phase"]

@@ -420,7 +420,7 @@ def test_a_card_handed_back_in_the_exchange_is_not_pinned_on_the_partner():
     from arschloch_env.view import public_view
 
     g = Game("culo", num_players=4, seed=206, auto_pass=True)
-    enc, rng = Encoder(g.R), np.random.default_rng(206)
+    rng = np.random.default_rng(206)
     ks = [Knowledge() for _ in range(4)]
     for s, k in enumerate(ks):
         k.reset(g.rules.to_dict(), s)
@@ -487,7 +487,6 @@ def test_knowledge_without_reset_follows_any_change_of_the_rules_or_seat():
     where it could go out with a lone ace."""
     rules = make_rules("culo", 4, no_finish_on_top=False)
     game = Game(rules, seed=1, auto_pass=True)
-    encoder = Encoder(game.R)
     k = Knowledge()
     k.reset(make_rules("culo", 4).to_dict(), 0)
     k.update(public_view(game, 0))

@@ -36,8 +36,6 @@ def truth(g: Game, k: Knowledge) -> tuple[dict[int, list[int]], list[int]]:
     return hands, fd
 
 
-
-
 def run_game(preset: str, n: int, seed: int, steps: int, every: int = 1) -> tuple[int, int]:
     """Plays random/greedy moves, feeding every seat's Knowledge, and checks the knowledge of
     the acting seat every ``every`` decisions; returns how many decisions it checked, and of
@@ -203,6 +201,7 @@ def test_revealed_top_rank_cards_are_seen_cards():
     checked = 0
     for seed in range(40):
         g = Game(rules, seed=seed, auto_pass=True)
+        enc = Encoder(g.R)
         agents = [RandomAgent(seed + i) for i in range(4)]
         knowledge = [Knowledge() for _ in range(4)]
         for i, (a, k) in enumerate(zip(agents, knowledge)):
@@ -220,7 +219,7 @@ def test_revealed_top_rank_cards_are_seen_cards():
                 assert not revealed & {c for h in hands.values() for c in h} | set(fd)
                 assert build_world(template, k, hands, fd).revealed == g.revealed
                 checked += 1
-            a = agents[s].act(observation_of(g, Encoder(g.R), s), view)
+            a = agents[s].act(observation_of(g, enc, s), view)
             k.note_action(a)
             g.step(a)
     assert checked > 100
@@ -231,7 +230,6 @@ def test_note_action_remembers_the_card_the_engine_moves():
     (a lay is the seat's own suit choice, not always the lowest suit)."""
     rules = make_rules("culo", num_players=5, rounds=4)
     rng = np.random.default_rng(0)
-    enc = Encoder(rules.num_ranks)
     swaps = 0
     for seed in range(30):
         g = Game(rules, seed=seed, auto_pass=True, record=True)
