@@ -313,9 +313,10 @@ class BundleAgent:
                               f"0..{n - 1} at a table of {n}")
         self._totals_scale = totals_scale(self.manifest, self._rules_checked)
 
-    def _fit_totals(self, observation: Any) -> Any:
+    def fit_totals(self, observation: Any) -> Any:
         """The observation with its match totals scaled down to the match length the bundle
-        trained for (see :func:`totals_scale`); as it is where the match is no longer."""
+        trained for (see :func:`totals_scale`), as :meth:`act` gives it to :meth:`policy`;
+        as it is where the match is no longer."""
         if self._totals_scale == 1.0:
             return observation
         x = np.array(observation, dtype=np.float32)  # a copy: the caller's stays as it was
@@ -403,7 +404,7 @@ class BundleAgent:
                               f"vector, got shape {list(shape)}; for a batch of them call "
                               f"policy(observations, masks)")
         self._check_view_rules(view)
-        action, _ = self.policy(self._fit_totals(observation["observation"]),
+        action, _ = self.policy(self.fit_totals(observation["observation"]),
                                 observation["action_mask"])
         return int(action[0])
 

@@ -158,8 +158,9 @@ class MCAgent:
         min_worlds: the fewest sampled deals per decision.
         margin: how much better (in mean round points) another move must score than the
             default move (the expert's, or the policy's) to be chosen instead.
-        policy: a trained bot with ``policy(observations, masks) -> (actions, logits)`` (a
-            :class:`agents.bundle.BundleAgent`) to improve instead of the expert.
+        policy: a trained bot with ``policy(observations, masks) -> (actions, logits)`` and
+            ``fit_totals(observation)`` (a :class:`agents.bundle.BundleAgent`) to improve
+            instead of the expert.
         top_k: with ``policy``, how many of its most likely legal moves are searched.
     """
 
@@ -177,6 +178,7 @@ class MCAgent:
                 and margin >= 0):  # also refuses NaN
             raise ValueError(f"margin must be a number of round points >= 0, got {margin!r}")
         if policy is not None and not (callable(getattr(policy, "policy", None))
+                                       and callable(getattr(policy, "fit_totals", None))
                                        and hasattr(policy, "name")):
             raise ValueError(f"policy must be a loaded bundle "
                              f"(agents.bundle.load_bundle(path)), got {policy!r}")
@@ -226,8 +228,10 @@ class MCAgent:
         return out
 
     def policy_order(self, vector: np.ndarray, mask: np.ndarray) -> list[int]:
-        """The legal moves from the policy's most to its least likely."""
-        _, logits = self.policy.policy(vector[None], np.asarray(mask, np.int8)[None])
+        """The legal moves from the policy's most to its least likely, on the observation the
+        bundle's own ``act`` would read (the totals of long matches scaled)."""
+        _, logits = self.policy.policy(self.policy.fit_totals(vector)[None],
+                                       np.asarray(mask, np.int8)[None])
         legal = np.flatnonzero(mask)
         return [int(a) for a in legal[np.argsort(-logits[0][legal], kind="stable")]]
 

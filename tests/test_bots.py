@@ -9,6 +9,7 @@ Positions are drawn like this (culo, seat 0 to act, every card not in a hand alr
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from agents import ExpertAgent, GreedyAgent, MCAgent, RandomAgent, make_agent
@@ -388,6 +389,22 @@ def test_mc_over_a_policy_searches_only_its_top_moves(n):
     plain_events = play_match(rules, plain, seed=3, record=True).events
     assert single_events[0]["agents"]["player_0"] == f"mc+{bundle.name}"
     assert plain_events[0]["agents"]["player_0"] == bundle.name
+    assert single_events[1:] == plain_events[1:]
+
+
+def test_mc_over_a_policy_plays_the_bundles_own_move_in_long_matches():
+    """In matches longer than the bundle trained on, act scales the totals; the policy's own
+    move mc stands by (and plays alone with one candidate) is that of act, not of the
+    unscaled totals."""
+    from agents.bundle import load_bundle
+    bundle = load_bundle("bots/ppo_vec_culo_expert")
+    rules = make_rules("culo", num_players=4, rounds=40)
+    single = [MCAgent(policy=bundle, top_k=1)] + [ExpertAgent() for _ in range(3)]
+    plain = [load_bundle("bots/ppo_vec_culo_expert")] + [ExpertAgent() for _ in range(3)]
+    single_events = play_match(rules, single, seed=3, record=True).events
+    plain_events = play_match(rules, plain, seed=3, record=True).events
+    ones = np.ones(bundle.observation_size, np.float32)
+    assert not np.array_equal(bundle.fit_totals(ones), ones)  # these rules scale the totals
     assert single_events[1:] == plain_events[1:]
 
 
