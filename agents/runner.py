@@ -53,7 +53,7 @@ def ask(agent: Any, game: Game, encoder: Encoder, observation: dict | None = Non
     Raises:
         AgentFailed: the agent raised an error.
     """
-    return _call(agent.act, agent, game.current,
+    return call_agent(agent.act, agent, game.current,
                  *_agent_inputs(agent, game, encoder, observation))
 
 
@@ -68,8 +68,8 @@ def ask_move(agent: Any, game: Game, encoder: Encoder) -> tuple[int, list[str] |
     observation, view = _agent_inputs(agent, game, encoder, None)
     act_cards = getattr(agent, "act_cards", None)
     if act_cards is None:
-        return _call(agent.act, agent, game.current, observation, view), None
-    move = _call(act_cards, agent, game.current, observation, view)
+        return call_agent(agent.act, agent, game.current, observation, view), None
+    move = call_agent(act_cards, agent, game.current, observation, view)
     if not (isinstance(move, tuple) and len(move) == 2
             and (move[1] is None or isinstance(move[1], list))):
         raise illegal_choice(agent, game.current, ValueError(
@@ -91,7 +91,7 @@ def agent_step(agent: Any, game: Game, encoder: Encoder) -> None:
         raise illegal_choice(agent, seat, exc) from None
 
 
-def _call(choose, agent: Any, seat: int, observation: dict, view: dict | None):
+def call_agent(choose, agent: Any, seat: int, observation: dict, view: dict | None):
     """``choose(observation, view)``, an error of the agent's own raised as
     :class:`AgentFailed`. A person leaving (``QuitGame``) is no failure."""
     try:

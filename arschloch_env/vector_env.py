@@ -102,13 +102,15 @@ class MirroredOpponent:
 
         Raises:
             AgentError: the agent chose something else.
+            AgentFailed: the agent raised an error.
         """
-        from agents.runner import illegal_choice
+        from agents.runner import call_agent, illegal_choice
         mirror = self.mirrors[game]
         seat = mirror.current
         agent = self.agents[game][seat]
         view = public_view(mirror, seat) if getattr(agent, "uses_view", True) else None
-        action = agent.act({"observation": obs, "action_mask": mask}, view)
+        action = call_agent(agent.act, agent, seat, {"observation": obs, "action_mask": mask},
+                            view)
         try:
             return mirror.check(action)
         except ValueError as exc:  # ActionError, IllegalActionError

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pickle
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -847,6 +848,33 @@ class Returns:
 
     def act(self, observation, view):
         return self.value
+
+
+class Fails:
+    """An agent that raises, or calls sys.exit(), at its first decision."""
+    uses_view = False
+
+    def __init__(self, exit_code=None):
+        self.exit_code = exit_code
+
+    def act(self, observation, view):
+        if self.exit_code is not None:
+            sys.exit(self.exit_code)
+        raise ValueError("boom in act")
+
+
+@pytest.mark.train_extra
+@pytest.mark.parametrize("exit_code, says", [(None, "ValueError: boom in act"),
+                                             (3, "SystemExit: 3")])
+def test_vec_env_names_an_agent_that_failed(exit_code, says):
+    """As SingleSeatEnv does: the agent and its seat named, its sys.exit() no quiet end."""
+    from agents.runner import AgentFailed
+    from arschloch_env.vector_env import ArschlochVecEnv
+    env = ArschlochVecEnv("culo", 4, num_envs=2, seed=0, seat=0, opponent=Fails(exit_code),
+                          rounds=1)
+    with pytest.raises(AgentFailed, match=rf"agent 'Fails' in player_\d raised {says}"):
+        env.reset()
+        env.step(env.action_masks().argmax(axis=1))
 
 
 @pytest.mark.train_extra

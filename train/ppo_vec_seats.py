@@ -37,7 +37,8 @@ import numpy as np
 
 from agents.base import agent_maker
 from agents.mlp import MLP
-from agents.runner import agent_seed, illegal_choice
+from agents.runner import call_agent, illegal_choice, reset_agents
+from arschloch_env.actions import ActionCodec
 from arschloch_env.engine import Game
 from arschloch_env.observation import Encoder
 from arschloch_env.vector import VectorActionError, VectorGame
@@ -224,6 +225,7 @@ class Table:
         """Each spec's share of the agent seats: its share of the specs' total."""
         self.makers = [agent_maker(spec) for spec in self.specs]  # a bad spec fails here
         self.encoder = Encoder(self.vg.R)
+        self.codec = ActionCodec(self.rules.rank_order)
         self.kind = np.zeros((num_games, self.n), np.int8)
         self.which = np.zeros((num_games, self.n), np.int64)
         self.agents: dict[int, list[Any]] = {}     # game -> agent per seat (None elsewhere)
@@ -277,10 +279,8 @@ class Table:
         seed = int(self.vg.match_seed[g])
         agents: list[Any] = [None] * self.n
         for s in np.flatnonzero(self.kind[g] == AGENT).tolist():
-            agent = self.makers[int(self.which[g, s])]()
-            if hasattr(agent, "reset"):
-                agent.reset(self.rules_dict, s, agent_seed(seed, s))
-            agents[s] = agent
+            agents[s] = self.makers[int(self.which[g, s])]()
+        reset_agents(agents, self.rules_dict, seed)
         self.agents[g] = agents
         if self.debug or any(getattr(a, "uses_view", True) for a in agents if a is not None):
             self.mirrors[g] = Game(self.rules, seed=seed, match_index=int(self.vg.match_index[g]),
@@ -330,8 +330,12 @@ class Table:
             agent = self.agents[g][s]
             # the engine's row is the observation the mirror would encode (checked by debug)
             view = public_view(self.mirrors[g], s) if getattr(agent, "uses_view", True) else None
-            actions[g] = agent.act({"observation": self.obs[g], "action_mask": self.mask[g]},
-                                   view)
+            action = call_agent(agent.act, agent, s,
+                                {"observation": self.obs[g], "action_mask": self.mask[g]}, view)
+            try:  # an int action id; whether it is legal the engine's step says
+                actions[g] = self.codec.check(action)
+            except ValueError as exc:
+                raise illegal_choice(agent, s, exc) from None
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Steps the games (and the mirrors), re-seats the games whose match ended; returns
