@@ -1433,6 +1433,80 @@ def test_an_agent_seat_with_an_illegal_action_is_named(tmp_path):
             table.step(actions)
 
 
+class BrokenAgent:
+    """Fails as it is told: an error in reset or act, sys.exit() in act, or an answer that
+    is no action id."""
+
+    name = "broken"
+    how = "raise"
+
+    def reset(self, rules, seat, seed=None):
+        if self.how == "reset":
+            raise KeyError("boom in reset")
+
+    def act(self, observation, view):
+        if self.how == "raise":
+            raise ValueError("boom in act")
+        if self.how == "exit":
+            sys.exit(3)
+        legal = int(np.flatnonzero(observation["action_mask"])[0])
+        return {"float": legal + 0.9, "str": str(legal), "none": None}[self.how]
+
+
+@pytest.mark.parametrize("how, error, says", [
+    ("raise", "AgentFailed", "raised ValueError: boom in act"),
+    ("exit", "AgentFailed", "raised SystemExit: 3"),
+    ("reset", "AgentFailed", "raised KeyError in reset: 'boom in reset'"),
+    ("float", "AgentError", r"chose an illegal action: action \d\.9 is not an integer"),
+    ("str", "AgentError", r"chose an illegal action: action '\d+' is not an integer"),
+    ("none", "AgentError", "chose an illegal action: action None is not an integer"),
+])
+def test_an_agent_seat_that_fails_is_named(tmp_path, monkeypatch, how, error, says):
+    """An agent of vec.mix fails as it would in a tournament: named with its seat, its
+    sys.exit() no quiet end of the run, a float or a string never cast to an action."""
+    import agents.runner
+    from arschloch_env.rules import make_rules
+    from train.league import League
+    from train.ppo_vec_seats import AGENT, SnapshotPool, Table
+
+    monkeypatch.setattr(BrokenAgent, "how", how)
+    pool = SnapshotPool(League(tmp_path / "league", 5))
+    pool.refresh()
+    with pytest.raises(getattr(agents.runner, error),
+                       match=rf"agent 'broken' in player_\d {says}"):
+        table = Table(make_rules("culo", 4), 8, 1, {"test_ppo_vec:BrokenAgent": 1.0}, pool,
+                      np.random.default_rng(0), None)
+        actions = np.zeros(8, np.int64)
+        for _ in range(40):  # until an agent seat acts
+            kind = table.acting_kind(table.seat)
+            actions[kind != AGENT] = table.vg.sample_actions()[kind != AGENT]
+            table.agent_actions(actions, table.seat, kind)
+            table.step(actions)
+
+
+def test_a_checkpoint_that_cannot_be_written_says_why_and_leaves_no_part(tmp_path,
+                                                                          monkeypatch):
+    """torch.save on a full disk raised a RuntimeError that did not say so ("unexpected
+    pos"), and left its part file: the checkpoint is made in memory and written as bytes."""
+    import errno
+    from pathlib import Path as P
+
+    from train.ppo_vec_io import save_checkpoint
+    from train.sb3_trainer import RunDir
+
+    run = RunDir(tmp_path / "run")
+    run.checkpoints.mkdir(parents=True)
+
+    def full(self, data):
+        open(self, "wb").write(bytes(data)[:10])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(P, "write_bytes", full)
+    with pytest.raises(OSError, match="No space left on device"):
+        save_checkpoint(run, "step_1", {"weights": np.zeros(3)}, {"steps": 1}, latest=True)
+    assert list(run.checkpoints.iterdir()) == [] and not run.latest.exists()
+
+
 def test_a_snapshot_pruned_while_the_pool_reads_it_is_skipped(tmp_path):
     """Env workers read the league while the trainer prunes it: a snapshot gone in between
     is skipped, not taken for a damaged file."""

@@ -9,6 +9,7 @@ league, evaluations, best, illegal_actions) plus ``"algo": "ppo-vec"``.
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 from typing import Any
@@ -44,9 +45,16 @@ def save_checkpoint(run, name: str, payload: dict[str, Any], meta: dict[str, Any
 
     final = run.checkpoints / f"{name}.pt"
     tmp = run.checkpoints / f"{name}.part.pt"
+    # into memory first: torch.save on a full disk raises a RuntimeError that does not say so
+    data = io.BytesIO()
+    torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, **on_cpu(payload)},
+               data)
     with interrupt_deferred():
-        torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION,
-                    **on_cpu(payload)}, tmp)
+        try:
+            tmp.write_bytes(data.getbuffer())
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
         drop_metadata(final)
         os.replace(tmp, final)
         write_json_atomic(run.checkpoints / f"{name}.json", {**meta, "algo": "ppo-vec"})
