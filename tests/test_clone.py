@@ -7,6 +7,8 @@ share of the opponent seats, batched with the snapshots.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -289,3 +291,18 @@ def test_more_jobs_than_cores_collect_what_they_would_on_a_bigger_machine(monkey
     assert pools == [1]
     for field in ("obs", "mask", "action"):
         assert np.array_equal(getattr(wide, field), getattr(narrow, field))
+
+
+class EndsItsProcess:
+    """A teacher whose process ends at its first decision, as a crash or the system would end
+    it."""
+
+    def act(self, observation, view):
+        os._exit(7)
+
+
+def test_a_collecting_worker_that_dies_is_named():
+    """concurrent.futures' BrokenProcessPool came out as a traceback."""
+    from agents.runner import WorkerDied
+    with pytest.raises(WorkerDied, match="a worker process collecting the decisions ended"):
+        collect("test_clone:EndsItsProcess", "culo", [4], 100, jobs=2)

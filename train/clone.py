@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import time
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +29,7 @@ import numpy as np
 
 from agents.base import make_agent
 from agents.mlp import MLP
-from agents.runner import ask, illegal_choice, reset_agents
+from agents.runner import WorkerDied, ask, illegal_choice, reset_agents
 from arschloch_env.engine import Game, IllegalActionError
 from arschloch_env.observation import Encoder
 from arschloch_env.rules import Rules, make_rules
@@ -108,8 +109,13 @@ def collect(teacher: str, rules: Rules | str, players: list[int], decisions: int
         # jobs sets the parts, and so the decisions; the processes are capped at the cores
         # too, so a smaller machine collects the same ones (more slowly), not more processes
         # than the system grants
-        with ProcessPoolExecutor(min(jobs, default_jobs())) as pool:
-            done = list(pool.map(_collect_part, *zip(*args)))
+        try:
+            with ProcessPoolExecutor(min(jobs, default_jobs())) as pool:
+                done = list(pool.map(_collect_part, *zip(*args)))
+        except BrokenProcessPool:
+            raise WorkerDied("a worker process collecting the decisions ended: the teacher or "
+                             "its partner ended its process, or the system did (out of "
+                             "memory?)") from None
     return Decisions(*(np.concatenate([getattr(d, f) for d in done])
                        for f in ("obs", "mask", "action")))
 
