@@ -483,14 +483,21 @@ class HumanAgent:
             if warning:  # a line of its own: "type:" ends its line, for eyes and scripts
                 lines.append(f"       {warning}")
         if self.hint is not None and observation is not None:
-            try:
-                a = int(self.hint.act(observation, view))
-                words = next((x["move"] for x in view["legal"] if x["id"] == a),
-                             f"illegal action {a}")
-            except Exception as exc:  # noqa: BLE001 - a broken hint must not end the game
-                words = f"(no hint: {exc})"
-            lines.append(f"  hint ({self.hint_label}): {words}")
+            lines.append(f"  hint ({self.hint_label}): {self._hint_words(observation, view)}")
         return "\n".join(lines)
+
+    def _hint_words(self, observation: dict, view: dict) -> str:
+        """The hint bot's move in words; a broken hint (an error, its sys.exit(), something
+        that is not an action id) must not end the game, nor be blamed on the player."""
+        try:
+            a = self.hint.act(observation, view)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever a user's bot raises
+            return f"(no hint: {type(exc).__name__}: {exc})"
+        try:
+            a = ActionCodec(tuple(view["rules"]["rank_order"])).check(a)
+        except ValueError as exc:
+            return f"(no hint: {exc})"
+        return next((x["move"] for x in view["legal"] if x["id"] == a), f"illegal action {a}")
 
 
 # -- the terminal game ------------------------------------------------------------------------

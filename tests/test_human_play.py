@@ -476,6 +476,40 @@ def test_hint_learns_the_lay_the_player_made_instead_of_its_own():
     assert [c >> 2 for c in hint.knowledge.laid] == [other - (1 + 4 * game.R)]
 
 
+class _Hint:
+    def __init__(self, answer):
+        self.answer = answer
+
+    def act(self, observation, view):
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        return self.answer(view) if callable(self.answer) else self.answer
+
+
+@pytest.mark.parametrize("answer, says", [
+    (SystemExit(3), "(no hint: SystemExit: 3)"),
+    (ValueError("boom"), "(no hint: ValueError: boom)"),
+    (lambda view: view["legal"][0]["id"] + 0.9, "is not an integer action id"),
+    (lambda view: str(view["legal"][0]["id"]), "is not an integer action id"),
+    (lambda view: view["legal"][0]["id"], "hint (h): "),
+])
+def test_a_broken_hint_is_shown_as_no_hint_and_not_blamed_on_the_player(answer, says):
+    """A hint bot's sys.exit() ended the game as the human's failure, and its float was
+    shown as the move it rounds down to."""
+    from agents.runner import observation_of
+    from arschloch_env.observation import Encoder
+    from arschloch_env.rules import make_rules
+
+    game = Game(make_rules("culo", 4), seed=1, auto_pass=True)
+    view = public_view(game, game.current)
+    human = HumanAgent(input_fn=lambda prompt: "#1", output=lambda text: None,
+                       hint=_Hint(answer), hint_label="h")
+    text = human.describe(view, observation_of(game, Encoder(game.R), game.current))
+    assert says in text
+    if not callable(answer) or not isinstance(answer(view), int):
+        assert "hint (h): (no hint: " in text
+
+
 def test_play_refuses_a_record_path_it_cannot_write_and_says_why_a_bot_cannot_play(
         tmp_path, capsys):
     from arschloch_env.cli import main
