@@ -54,7 +54,7 @@ def ask(agent: Any, game: Game, encoder: Encoder, observation: dict | None = Non
         AgentFailed: the agent raised an error.
     """
     return call_agent(agent.act, agent, game.current,
-                 *_agent_inputs(agent, game, encoder, observation))
+                      *_agent_inputs(agent, game, encoder, observation))
 
 
 def ask_move(agent: Any, game: Game, encoder: Encoder) -> tuple[int, list[str] | None]:
