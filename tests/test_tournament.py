@@ -691,6 +691,29 @@ def test_ctrl_c_after_the_last_deal_leaves_the_tournament_complete(monkeypatch):
     assert res.complete and res.deals_done == 2 and res.run["interrupted"]
 
 
+def test_ctrl_c_in_one_process_says_it_waits_for_the_game_in_progress(monkeypatch, capsys):
+    """With one job the stop is read between games, and a slow bot's game can take minutes:
+    the first Ctrl-C says so (and how to stop at once), and the deal in progress is not
+    kept; a second Ctrl-C raises at once."""
+    import signal
+
+    from train import tournament
+
+    def ctrl_c_in_deal_1(player, deals, stop):
+        for d, block in enumerate(played(player, deals, stop)):
+            yield block
+            if d == 0:
+                signal.getsignal(signal.SIGINT)(signal.SIGINT, None)
+                assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    played = tournament._blocks_in_process
+    monkeypatch.setattr(tournament, "_blocks_in_process", ctrl_c_in_deal_1)
+    res = run_tournament("culo", ["greedy", "random"], deals=3, seed=0, players=4, jobs=1)
+    assert not res.complete and res.deals_done == 1 and res.run["interrupted"]
+    assert ("stopping once the game in progress ends (its deal is not kept); Ctrl-C again "
+            "stops at once") in capsys.readouterr().err
+
+
 class AtTheTerminal(LowestAgent):
     """Stands for a person: it can only be asked from the process that holds the terminal."""
     name = "person"

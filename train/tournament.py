@@ -49,6 +49,7 @@ import multiprocessing.connection
 import os
 import secrets
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -243,16 +244,21 @@ def worker_died(process) -> WorkerDied:
 
 
 class _StopFlag:
-    """Ctrl-C sets a flag instead of raising; a second Ctrl-C raises KeyboardInterrupt."""
+    """Ctrl-C sets a flag instead of raising; a second Ctrl-C raises KeyboardInterrupt.
+    ``notice``, where the flag is read only between games, is printed at the first: a slow
+    bot's game can take minutes to end."""
 
-    def __init__(self) -> None:
+    def __init__(self, notice: str | None = None) -> None:
         self.flag = False
+        self.notice = notice
         self._prev = None
         self._installed = False
 
     def _handler(self, signum, frame) -> None:
         self.flag = True
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        if self.notice:
+            print(self.notice, file=sys.stderr, flush=True)
 
     def __enter__(self) -> "_StopFlag":
         if threading.current_thread() is threading.main_thread():
@@ -707,7 +713,9 @@ def run_tournament(rules: Rules | str | dict, bots: Sequence[Any], deals: int,
     done: dict[int, dict] = {}
     next_to_write = 0
     interrupted = False
-    with _StopFlag() as stop:
+    notice = ("stopping once the game in progress ends (its deal is not kept); Ctrl-C again "
+              "stops at once" if jobs == 1 else None)
+    with _StopFlag(notice) as stop:
         source = (_blocks_in_process(player, deals, stop) if jobs == 1
                   else _blocks_in_pool(player, deals, jobs, stop))
         bar = progress_bar(progress, total=deals * len(orders), unit="game", desc="tournament",
