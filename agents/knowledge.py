@@ -157,12 +157,12 @@ class Knowledge:
             self.table = None
         # the top-rank cards of hands that held only them, shown when they went out
         self.revealed = [deck.ids(cards) for cards in view["revealed"]]
-        revealed = {c for cards in self.revealed for c in cards}
+        self.revealed_known = {c for cards in self.revealed for c in cards}
         given = set(deck.ids(view["given"]))
         received = set(deck.ids(view["received"]))
         mine = set(self.hand)
         laid = self.laid & given
-        seen = mine | self.played | set(self.face_up) | laid | revealed
+        seen = mine | self.played | set(self.face_up) | laid | self.revealed_known
         self.forced: dict[int, set[int]] = {}
         self.caps: dict[int, int] = {}
         roles = role_seats(self.titles)
@@ -358,7 +358,7 @@ class Knowledge:
         """Why a deal of the hidden cards contradicts the knowledge (empty when it does not)."""
         errors = []
         seen = (set(self.hand) | self.played | set(self.face_up) | self.laid_known
-                | {c for cards in self.revealed for c in cards})
+                | self.revealed_known)
         allc: list[int] = [c for h in hands.values() for c in h] + list(face_down)
         if len(allc) != len(set(allc)):
             errors.append("a card is dealt twice")

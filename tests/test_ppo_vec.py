@@ -1413,24 +1413,31 @@ class IllegalAgent:
         return 0
 
 
+def _play_with_agent_seats(table, steps: int = 40) -> None:
+    """Steps ``table``: its agent seats answer for themselves, every other seat at random."""
+    from train.ppo_vec_seats import AGENT
+
+    actions = np.zeros(table.B, np.int64)
+    for _ in range(steps):
+        kind = table.acting_kind(table.seat)
+        actions[kind != AGENT] = table.vg.sample_actions()[kind != AGENT]
+        table.agent_actions(actions, table.seat, kind)
+        table.step(actions)
+
+
 def test_an_agent_seat_with_an_illegal_action_is_named(tmp_path):
     from agents.runner import AgentError
     from arschloch_env.rules import make_rules
     from train.league import League
-    from train.ppo_vec_seats import AGENT, SnapshotPool, Table
+    from train.ppo_vec_seats import SnapshotPool, Table
 
     pool = SnapshotPool(League(tmp_path / "league", 5))
     pool.refresh()
     table = Table(make_rules("culo", 4), 8, 1, {"test_ppo_vec:IllegalAgent": 1.0}, pool,
                   np.random.default_rng(0), None)
-    actions = np.zeros(8, np.int64)
     with pytest.raises(AgentError, match=r"agent 'always-pass' in player_\d chose an illegal "
                                          r"action: game \d+: player_\d cannot 'pass'"):
-        for _ in range(40):  # until an agent seat leads
-            kind = table.acting_kind(table.seat)
-            actions[kind != AGENT] = table.vg.sample_actions()[kind != AGENT]
-            table.agent_actions(actions, table.seat, kind)
-            table.step(actions)
+        _play_with_agent_seats(table)  # until an agent seat leads
 
 
 class BrokenAgent:
@@ -1467,21 +1474,16 @@ def test_an_agent_seat_that_fails_is_named(tmp_path, monkeypatch, how, error, sa
     import agents.runner
     from arschloch_env.rules import make_rules
     from train.league import League
-    from train.ppo_vec_seats import AGENT, SnapshotPool, Table
+    from train.ppo_vec_seats import SnapshotPool, Table
 
     monkeypatch.setattr(BrokenAgent, "how", how)
     pool = SnapshotPool(League(tmp_path / "league", 5))
     pool.refresh()
     with pytest.raises(getattr(agents.runner, error),
                        match=rf"agent 'broken' in player_\d {says}"):
-        table = Table(make_rules("culo", 4), 8, 1, {"test_ppo_vec:BrokenAgent": 1.0}, pool,
-                      np.random.default_rng(0), None)
-        actions = np.zeros(8, np.int64)
-        for _ in range(40):  # until an agent seat acts
-            kind = table.acting_kind(table.seat)
-            actions[kind != AGENT] = table.vg.sample_actions()[kind != AGENT]
-            table.agent_actions(actions, table.seat, kind)
-            table.step(actions)
+        _play_with_agent_seats(Table(make_rules("culo", 4), 8, 1,
+                                     {"test_ppo_vec:BrokenAgent": 1.0}, pool,
+                                     np.random.default_rng(0), None))
 
 
 def test_a_checkpoint_that_cannot_be_written_says_why_and_leaves_no_part(tmp_path,
