@@ -7,10 +7,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 UNREACHABLE = "http://127.0.0.1:9/"
+
+
+def load_script(name: str):
+    """scripts/<name>.py as a module, to call its functions and its main()."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def env_sh(venv: Path) -> subprocess.CompletedProcess:
@@ -186,10 +195,86 @@ def test_long_matches_prints_both_ways_of_showing_the_totals():
     (["bots"], "no manifest.json"),
 ])
 def test_long_matches_refuses_what_cannot_play_before_any_game(args, says, capsys):
-    spec = importlib.util.spec_from_file_location("long_matches",
-                                                  ROOT / "scripts" / "long_matches.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("long_matches")
+    with pytest.raises(SystemExit) as exc:
+        module.main([str(ROOT / a) if a.startswith("bots") else a for a in args])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and out == ""
+    assert ": error: " in err.splitlines()[-1] and says in err
+
+
+def test_deviations_sum_to_the_tournaments_figure_on_the_same_deals(capsys):
+    """The kinds' shares add up to the bot's over-par figure of the tournament with the same
+    bots, deals and seed: the script plays the tournament's very games."""
+    from train.tournament import run_tournament
+
+    module = load_script("deviations")
+    assert module.main(["greedy", "--deals", "12", "--seed", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("greedy against 3x expert, culo, 4 players, 12 deals from seed 3")
+    kinds = {line[:44].strip(): line for line in out[2:-1]}
+    assert kinds and set(kinds) <= set(module.KINDS) | {module.SAME}
+    assert out[-1].startswith("all (over par)") and "100.0%" in out[-1]
+
+    res = run_tournament("culo", ["greedy", "expert"], deals=12, seed=3, players=4, jobs=1,
+                         progress=None)
+    over_par = float(res.metrics["greedy"]["rank_points"].mean) - 1.5
+    assert float(out[-1].split()[-3]) == pytest.approx(over_par, abs=5e-4)
+    shares = sum(float(line.split()[-3]) for line in kinds.values())
+    assert shares == pytest.approx(over_par, abs=5e-3)  # each share rounded to 3 places
+
+
+@pytest.mark.parametrize("ours, theirs, leading, kind", [
+    ({"event": "pass"}, {"event": "play", "cards": ["9C"]}, False,
+     "answer: passes where the field bot plays"),
+    ({"event": "play", "cards": ["9C"]}, {"event": "pass"}, False,
+     "answer: plays where the field bot passes"),
+    ({"event": "play", "cards": ["TC"]}, {"event": "play", "cards": ["9C"]}, False,
+     "answer: higher rank"),
+    ({"event": "play", "cards": ["7C"]}, {"event": "play", "cards": ["AC"]}, True,
+     "lead: lower rank"),
+    ({"event": "play", "cards": ["7C", "7D"]}, {"event": "play", "cards": ["AC"]}, True,
+     "lead: more cards"),
+    ({"event": "play", "cards": ["KC"]}, {"event": "play", "cards": ["8C", "8S"]}, True,
+     "lead: fewer cards"),
+])
+def test_deviations_names_the_kind_of_the_bots_own_move(ours, theirs, leading, kind):
+    module = load_script("deviations")
+    assert module.move_kind(ours, theirs, leading, list("789TJQKA")) == kind
+    assert kind in module.KINDS
+
+
+class _Drifting:
+    """Plays its legal actions in turn, counting on across games: no seed replays it."""
+
+    name = "drifting"
+
+    def __init__(self):
+        self.calls = 0
+
+    def act(self, observation, view=None):
+        legal = np.flatnonzero(observation["action_mask"])
+        self.calls += 1
+        return int(legal[self.calls % len(legal)])
+
+
+def test_deviations_refuses_a_field_bot_that_plays_otherwise_from_the_same_seed():
+    from arschloch_env.rules import make_rules
+
+    module = load_script("deviations")
+    rules = make_rules("culo", 4, rounds=1)
+    with pytest.raises(module.NotReproducible, match="not the bot's"):
+        module.deviations(_Drifting(), [_Drifting() for _ in range(4)], rules, deals=5, seed=1)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["bots/ppo_vec_tavern_multi"], "trained for preset(s) ['tavern'], not 'culo'"),
+    (["expert", "--rules", "nope"], "unknown preset 'nope'"),
+    (["expert", "--field", "foo"], "unknown agent spec 'foo'"),
+    (["expert", "--deals", "1"], "--deals: at least 2"),
+])
+def test_deviations_refuses_what_cannot_play_before_any_game(args, says, capsys):
+    module = load_script("deviations")
     with pytest.raises(SystemExit) as exc:
         module.main([str(ROOT / a) if a.startswith("bots") else a for a in args])
     out, err = capsys.readouterr()

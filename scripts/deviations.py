@@ -1,0 +1,159 @@
+"""Where a bot's margin over a field bot comes from: the kind of move at which it first leaves
+the field bot's play.
+
+Each deal is played once with the field bot in every seat, and once with the bot in each seat
+against n-1 copies of the field bot, one round per deal: the deals and games of ``arschloch
+tournament --rules R --players N --bots BOT FIELD --seed S``. Agents are seeded per match, so a
+game with the bot runs move for move as the field's game up to the bot's first move of its own;
+the bot's rank points minus the field bot's in the same seat of the field's game are put down to
+that move. Its kinds:
+
+- a lead (nothing on the table) of a higher or lower rank than the field bot's, or of more or
+  fewer cards;
+- an answer: a pass where the field bot plays, a play where it passes, a higher or lower rank,
+  or more or fewer cards.
+
+Each kind's share per round, with a 95% interval over deals, is printed; the shares sum to the
+bot's rank points per round over par against n-1 copies of the field bot, the tournament's
+figure on the same deals::
+
+    python scripts/deviations.py bots/ppo_vec_culo_expert --deals 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from agents.runner import play_match  # noqa: E402
+from arschloch_env.cli import match_seed  # noqa: E402
+from arschloch_env.rules import RulesError, make_rules  # noqa: E402
+from train.stats import mean_ci  # noqa: E402
+from train.tournament import TournamentError, make_bots  # noqa: E402
+
+MOVES = ("play", "pass", "trick_end")
+SAME = "no move of its own"
+KINDS = tuple(f"{where}: {how}" for where in ("lead", "answer")
+              for how in ("higher rank", "lower rank", "more cards", "fewer cards")) + (
+    "answer: passes where the field bot plays", "answer: plays where the field bot passes")
+
+
+class NotReproducible(Exception):
+    """The field's game and a game with the bot parted at a move that was not the bot's."""
+
+
+def moves(game) -> list[dict]:
+    """The game record's plays, passes and trick ends, in order."""
+    return [e for e in game.events if e["event"] in MOVES]
+
+
+def move_kind(ours: dict, theirs: dict, leading: bool, ranks: list[str]) -> str:
+    """What the bot's move ``ours`` did instead of the field bot's ``theirs``."""
+    if ours["event"] == "pass":
+        return "answer: passes where the field bot plays"
+    if theirs["event"] == "pass":
+        return "answer: plays where the field bot passes"
+    where = "lead" if leading else "answer"
+    if len(ours["cards"]) != len(theirs["cards"]):
+        return f"{where}: {'more' if len(ours['cards']) > len(theirs['cards']) else 'fewer'} cards"
+    higher = ranks.index(ours["cards"][0][:-1]) > ranks.index(theirs["cards"][0][:-1])
+    return f"{where}: {'higher' if higher else 'lower'} rank"
+
+
+def first_own_move(ours: list[dict], theirs: list[dict], seat: int, ranks: list[str]) -> str:
+    """The kind of the bot's first move that differs from the field's game (``SAME`` if none).
+
+    Raises:
+        NotReproducible: the games part at a move of another seat.
+    """
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        if a == b:
+            continue
+        if a.get("player") != f"player_{seat}":
+            raise NotReproducible(f"the games part at move {i + 1} of the round, {a} against {b}, "
+                                  f"which is not the bot's (seat {seat}): the field bot does not "
+                                  f"play the same moves from the same seed")
+        return move_kind(a, b, i == 0 or ours[i - 1]["event"] == "trick_end", ranks)
+    return SAME
+
+
+def deviations(bot, field: list, rules, deals: int, seed: int) -> list[list[tuple[str, int]]]:
+    """Per deal and seat, the kind of the bot's first move of its own there and its rank
+    points minus the field bot's in that seat; ``bot`` and ``field`` (one agent per seat) are
+    reset at every game."""
+    n, ranks = rules.num_players, list(rules.rank_order)
+    per_deal = []
+    for d in range(deals):
+        s = match_seed(seed, d)
+        base = play_match(rules, field, seed=s, match_index=d, record=True)
+        seats = []
+        for seat in range(n):
+            agents = list(field)
+            agents[seat] = bot
+            game = play_match(rules, agents, seed=s, match_index=d, record=True)
+            seats.append((first_own_move(moves(game), moves(base), seat, ranks),
+                          base.round_places[0][seat] - game.round_places[0][seat]))
+        per_deal.append(seats)
+    return per_deal
+
+
+def table(per_deal: list[list[tuple[str, int]]]) -> list[str]:
+    """The report's rows: each kind's share of the games, its mean gain when it is the bot's
+    first move of its own, and its rank points per round with a 95% interval over deals."""
+    n = len(per_deal[0])
+    kinds = Counter(kind for seats in per_deal for kind, _ in seats)
+    rows = [f"{'first move of its own':44} {'games':>6} {'gain then':>9}  "
+            f"rank points per round ± 95% CI"]
+    for kind, count in kinds.most_common():
+        points = [sum(g for k, g in seats if k == kind) / n for seats in per_deal]
+        rows.append(f"{kind:44} {count / (n * len(per_deal)):6.1%} "
+                    f"{sum(points) * n / count:+9.3f}  {signed(mean_ci(points))}")
+    over_par = mean_ci([sum(g for _, g in seats) / n for seats in per_deal])
+    rows.append(f"{'all (over par)':44} {1:6.1%} {'':9}  {signed(over_par)}")
+    return rows
+
+
+def signed(estimate) -> str:
+    """``+0.177 ± 0.035``: an estimate's text with the sign of its mean, as the tournament
+    writes its differences."""
+    text = estimate.text()
+    return text if text.startswith("-") else f"+{text}"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("bot", help="the bot: a bundle directory, a built-in name or "
+                               "package.module:ClassName")
+    p.add_argument("--field", default="expert", help="the field bot (default: expert)")
+    p.add_argument("--rules", default="culo", help="preset (default: culo)")
+    p.add_argument("--players", type=int, default=4, help="table size (default: 4)")
+    p.add_argument("--deals", type=int, default=2000, help="deals (default: 2000)")
+    p.add_argument("--seed", type=int, default=7, help="tournament seed (default: 7)")
+    a = p.parse_args(argv)
+    if a.deals < 2:
+        p.error("--deals: at least 2 (an interval needs two)")
+    try:  # refused before any game: rules or bots that cannot play
+        rules = make_rules(a.rules, a.players, rounds=1)
+        bot, *field = make_bots([a.bot] + [a.field] * a.players,
+                                [a.bot] + [a.field] * a.players, rules)
+    except (RulesError, TournamentError) as exc:
+        p.error(str(exc))
+    print(f"{a.bot} against {a.players - 1}x {a.field}, {a.rules}, {a.players} players, "
+          f"{a.deals} deals from seed {a.seed}, one round each; rank points of the bot minus the "
+          f"field bot's in the same seat, put down to the bot's first move of its own", flush=True)
+    try:
+        per_deal = deviations(bot, field, rules, a.deals, a.seed)
+    except NotReproducible as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(table(per_deal)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
