@@ -15,9 +15,11 @@ that move. Its kinds:
 
 Each kind's share per round, with a 95% interval over deals, is printed; the shares sum to the
 bot's rank points per round over par against n-1 copies of the field bot, the tournament's
-figure on the same deals::
+figure on the same deals. ``--examples K`` shows the first K games of each kind, dealt and
+played up to the bot's move of its own::
 
     python scripts/deviations.py bots/ppo_vec_culo_expert --deals 2000
+    python scripts/deviations.py bots/ppo_vec_culo_expert --deals 50 --examples 2
 """
 
 from __future__ import annotations
@@ -32,11 +34,13 @@ sys.path.insert(0, str(ROOT))
 
 from agents.runner import play_match  # noqa: E402
 from arschloch_env.cli import match_seed  # noqa: E402
+from arschloch_env.replay import describe_event  # noqa: E402
 from arschloch_env.rules import RulesError, make_rules  # noqa: E402
 from train.stats import mean_ci  # noqa: E402
 from train.tournament import TournamentError, make_bots  # noqa: E402
 
-MOVES = ("play", "pass", "trick_end")
+MOVES = ("play", "pass", "trick_end", "round")
+"""The events that say whether the table is empty: a round's start and a trick's end empty it."""
 SAME = "no move of its own"
 KINDS = tuple(f"{where}: {how}" for where in ("lead", "answer")
               for how in ("higher rank", "lower rank", "more cards", "fewer cards")) + (
@@ -47,47 +51,63 @@ class NotReproducible(Exception):
     """The field's game and a game with the bot parted at a move that was not the bot's."""
 
 
-def moves(game) -> list[dict]:
-    """The game record's plays, passes and trick ends, in order."""
-    return [e for e in game.events if e["event"] in MOVES]
+def leading(events: list[dict], i: int) -> bool:
+    """Whether the table is empty at event ``i``: the last of :data:`MOVES` before it is a
+    round's start or a trick's end (going out, say, does not change it)."""
+    last = next(e["event"] for e in reversed(events[:i]) if e["event"] in MOVES)
+    return last in ("round", "trick_end")
 
 
-def move_kind(ours: dict, theirs: dict, leading: bool, ranks: list[str]) -> str:
+def move_kind(ours: dict, theirs: dict, leads: bool, ranks: list[str]) -> str:
     """What the bot's move ``ours`` did instead of the field bot's ``theirs``."""
     if ours["event"] == "pass":
         return "answer: passes where the field bot plays"
     if theirs["event"] == "pass":
         return "answer: plays where the field bot passes"
-    where = "lead" if leading else "answer"
+    where = "lead" if leads else "answer"
     if len(ours["cards"]) != len(theirs["cards"]):
         return f"{where}: {'more' if len(ours['cards']) > len(theirs['cards']) else 'fewer'} cards"
     higher = ranks.index(ours["cards"][0][:-1]) > ranks.index(theirs["cards"][0][:-1])
     return f"{where}: {'higher' if higher else 'lower'} rank"
 
 
-def first_own_move(ours: list[dict], theirs: list[dict], seat: int, ranks: list[str]) -> str:
-    """The kind of the bot's first move that differs from the field's game (``SAME`` if none).
+def first_own_move(ours: list[dict], theirs: list[dict], seat: int) -> int | None:
+    """The index of the first event of the game with the bot that is not the field's game's,
+    the bot's first move of its own; None where the two games are the same.
 
     Raises:
-        NotReproducible: the games part at a move of another seat.
+        NotReproducible: the games part at another seat's move.
     """
     for i, (a, b) in enumerate(zip(ours, theirs)):
-        if a == b:
+        if a == b or a["event"] == "match":  # the match event names the agents
             continue
         if a.get("player") != f"player_{seat}":
-            raise NotReproducible(f"the games part at move {i + 1} of the round, {a} against {b}, "
+            raise NotReproducible(f"the games part at event {i} of the record, {a} against {b}, "
                                   f"which is not the bot's (seat {seat}): the field bot does not "
                                   f"play the same moves from the same seed")
-        return move_kind(a, b, i == 0 or ours[i - 1]["event"] == "trick_end", ranks)
-    return SAME
+        return i
+    return None
 
 
-def deviations(bot, field: list, rules, deals: int, seed: int) -> list[list[tuple[str, int]]]:
+def example(kind: str, deal: int, seat: int, ours: list[dict], i: int, theirs: dict,
+            places: tuple[int, int]) -> str:
+    """A game of ``kind`` as text: the deal and the moves up to the bot's own, with the field
+    bot's move there and both places."""
+    head = (f"== {kind}: deal {deal}, the bot in player_{seat}: place {places[0]}, the field "
+            f"bot's {places[1]} ({places[1] - places[0]:+d})")
+    lines = [head] + [describe_event(e) for e in ours[1:i]]
+    lines.append(f"{describe_event(ours[i])}   <- the bot's own; the field bot: "
+                 f"{describe_event(theirs).strip()}")
+    return "\n".join(lines)
+
+
+def deviations(bot, field: list, rules, deals: int, seed: int, examples: int = 0
+               ) -> tuple[list[list[tuple[str, int]]], dict[str, list[str]]]:
     """Per deal and seat, the kind of the bot's first move of its own there and its rank
-    points minus the field bot's in that seat; ``bot`` and ``field`` (one agent per seat) are
-    reset at every game."""
+    points minus the field bot's in that seat; and the first ``examples`` games of each kind
+    (:func:`example`). ``bot`` and ``field`` (one agent per seat) are reset at every game."""
     n, ranks = rules.num_players, list(rules.rank_order)
-    per_deal = []
+    per_deal, shown = [], {}
     for d in range(deals):
         s = match_seed(seed, d)
         base = play_match(rules, field, seed=s, match_index=d, record=True)
@@ -96,10 +116,16 @@ def deviations(bot, field: list, rules, deals: int, seed: int) -> list[list[tupl
             agents = list(field)
             agents[seat] = bot
             game = play_match(rules, agents, seed=s, match_index=d, record=True)
-            seats.append((first_own_move(moves(game), moves(base), seat, ranks),
-                          base.round_places[0][seat] - game.round_places[0][seat]))
+            i = first_own_move(game.events, base.events, seat)
+            kind = SAME if i is None else move_kind(game.events[i], base.events[i],
+                                                    leading(game.events, i), ranks)
+            places = (game.round_places[0][seat], base.round_places[0][seat])
+            seats.append((kind, places[1] - places[0]))
+            if i is not None and len(shown.setdefault(kind, [])) < examples:
+                shown[kind].append(example(kind, d, seat, game.events, i, base.events[i],
+                                           places))
         per_deal.append(seats)
-    return per_deal
+    return per_deal, shown
 
 
 def table(per_deal: list[list[tuple[str, int]]]) -> list[str]:
@@ -134,9 +160,11 @@ def main(argv=None) -> int:
     p.add_argument("--players", type=int, default=4, help="table size (default: 4)")
     p.add_argument("--deals", type=int, default=2000, help="deals (default: 2000)")
     p.add_argument("--seed", type=int, default=7, help="tournament seed (default: 7)")
+    p.add_argument("--examples", type=int, default=0, metavar="K",
+                   help="show the first K games of each kind (default: 0)")
     a = p.parse_args(argv)
-    if a.deals < 2:
-        p.error("--deals: at least 2 (an interval needs two)")
+    if a.deals < 2 or a.examples < 0:
+        p.error("--deals: at least 2 (an interval needs two); --examples: 0 or more")
     try:  # refused before any game: rules or bots that cannot play
         rules = make_rules(a.rules, a.players, rounds=1)
         bot, *field = make_bots([a.bot] + [a.field] * a.players,
@@ -147,11 +175,14 @@ def main(argv=None) -> int:
           f"{a.deals} deals from seed {a.seed}, one round each; rank points of the bot minus the "
           f"field bot's in the same seat, put down to the bot's first move of its own", flush=True)
     try:
-        per_deal = deviations(bot, field, rules, a.deals, a.seed)
+        per_deal, shown = deviations(bot, field, rules, a.deals, a.seed, a.examples)
     except NotReproducible as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print("\n".join(table(per_deal)))
+    for kind in KINDS:
+        for text in shown.get(kind, []):
+            print(f"\n{text}")
     return 0
 
 

@@ -224,6 +224,31 @@ def test_deviations_sum_to_the_tournaments_figure_on_the_same_deals(capsys):
     assert shares == pytest.approx(over_par, abs=5e-3)  # each share rounded to 3 places
 
 
+def test_deviations_shows_games_up_to_the_bots_own_move(capsys):
+    module = load_script("deviations")
+    assert module.main(["greedy", "--deals", "6", "--examples", "1"]) == 0
+    shown = capsys.readouterr().out.split("\n\n")[1:]
+    assert shown
+    kinds = []
+    for text in shown:
+        lines = text.splitlines()
+        kind, rest = lines[0][3:].split(": deal ")
+        kinds.append(kind)
+        seat = rest.split("the bot in ")[1].split(":")[0]
+        assert lines[1].startswith("-- round 1, ") and "dealt:" in lines[1]
+        assert lines[-1].startswith(f"   {seat} ") and "<- the bot's own; the field bot: " in lines[-1]
+    assert len(kinds) == len(set(kinds)) and set(kinds) <= set(module.KINDS)
+
+
+def test_deviations_tells_a_lead_from_an_answer_after_a_seat_goes_out():
+    module = load_script("deviations")
+    events = [{"event": "round"}, {"event": "play", "player": "player_0", "cards": ["AC"]},
+              {"event": "out", "player": "player_0"}, {"event": "trick_end"},
+              {"event": "play", "player": "player_1", "cards": ["7C"]},
+              {"event": "out", "player": "player_1"}, {"event": "play"}]
+    assert [module.leading(events, i) for i in (1, 4, 6)] == [True, True, False]
+
+
 @pytest.mark.parametrize("ours, theirs, leading, kind", [
     ({"event": "pass"}, {"event": "play", "cards": ["9C"]}, False,
      "answer: passes where the field bot plays"),
