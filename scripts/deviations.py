@@ -13,10 +13,10 @@ that move. Its kinds:
 - an answer: a pass where the field bot plays, a play where it passes, a higher or lower rank,
   or more or fewer cards.
 
-Each kind's share per round, with a 95% interval over deals, is printed; the shares sum to the
-bot's rank points per round over par against n-1 copies of the field bot, the tournament's
-figure on the same deals. ``--examples K`` shows the first K games of each kind, dealt and
-played up to the bot's move of its own::
+Printed per kind: its share of the games, the bot's mean gain in them, and its rank points per
+round with a 95% interval over deals; these sum to the bot's rank points per round over par
+against n-1 copies of the field bot, the tournament's figure on the same deals. ``--examples
+K`` shows the first K games of each kind, dealt and played up to the bot's move of its own::
 
     python scripts/deviations.py bots/ppo_vec_culo_expert --deals 2000
     python scripts/deviations.py bots/ppo_vec_culo_expert --deals 50 --examples 2
@@ -39,7 +39,7 @@ from arschloch_env.rules import RulesError, make_rules  # noqa: E402
 from train.stats import mean_ci  # noqa: E402
 from train.tournament import TournamentError, make_bots  # noqa: E402
 
-MOVES = ("play", "pass", "trick_end", "round")
+TABLE_EVENTS = ("play", "pass", "trick_end", "round")
 """The events that say whether the table is empty: a round's start and a trick's end empty it."""
 SAME = "no move of its own"
 KINDS = tuple(f"{where}: {how}" for where in ("lead", "answer")
@@ -52,9 +52,9 @@ class NotReproducible(Exception):
 
 
 def leading(events: list[dict], i: int) -> bool:
-    """Whether the table is empty at event ``i``: the last of :data:`MOVES` before it is a
-    round's start or a trick's end (going out, say, does not change it)."""
-    last = next(e["event"] for e in reversed(events[:i]) if e["event"] in MOVES)
+    """Whether the table is empty at event ``i``: the last of :data:`TABLE_EVENTS` before it
+    is a round's start or a trick's end (going out, say, does not change it)."""
+    last = next(e["event"] for e in reversed(events[:i]) if e["event"] in TABLE_EVENTS)
     return last in ("round", "trick_end")
 
 
