@@ -32,12 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agents.runner import play_match  # noqa: E402
-from arschloch_env.cli import match_seed  # noqa: E402
 from arschloch_env.replay import describe_event  # noqa: E402
 from arschloch_env.rules import RulesError, make_rules  # noqa: E402
 from train.stats import mean_ci  # noqa: E402
-from train.tournament import TournamentError, make_bots  # noqa: E402
+from train.tournament import BlockPlayer, TournamentError, make_bots, seatings_of  # noqa: E402
 
 TABLE_EVENTS = ("play", "pass", "trick_end", "round")
 """The events that say whether the table is empty: a round's start and a trick's end empty it."""
@@ -101,34 +99,38 @@ def example(kind: str, deal: int, seat: int, ours: list[dict], i: int, theirs: d
     return "\n".join(lines)
 
 
-def deviations(bot, field: list, rules, deals: int, seed: int, examples: int = 0
-               ) -> tuple[list[list[tuple[str, int]]], dict[str, list[str]]]:
+Seats = list[tuple[str, int]]
+"""Per seat of a deal: the kind of the bot's first move of its own, and its gain."""
+
+
+def deviations(bots: list, rules, deals: int, seed: int, examples: int = 0,
+               made: dict | None = None) -> tuple[list[Seats], dict[str, list[str]]]:
     """Per deal and seat, the kind of the bot's first move of its own there and its rank
     points minus the field bot's in that seat; and the first ``examples`` games of each kind
-    (:func:`example`). ``bot`` and ``field`` (one agent per seat) are reset at every game."""
+    (:func:`example`). ``bots`` is the bot and the field bot, as specs or agents, and ``made``
+    agents already made of them, as a tournament takes them; their games are the tournament's
+    (:class:`train.tournament.BlockPlayer`), with the field alone first."""
     n, ranks = rules.num_players, list(rules.rank_order)
+    seatings = [(1,) * n] + seatings_of((0,) + (1,) * (n - 1))
+    player = BlockPlayer(rules, bots, ["bot", "field"], seatings, seed, record=True, made=made)
     per_deal, shown = [], {}
     for d in range(deals):
-        s = match_seed(seed, d)
-        base = play_match(rules, field, seed=s, match_index=d, record=True)
+        block = player.play(d)
+        (base, *games), (theirs, *played) = block["games"], block["events"]
         seats = []
-        for seat in range(n):
-            agents = list(field)
-            agents[seat] = bot
-            game = play_match(rules, agents, seed=s, match_index=d, record=True)
-            i = first_own_move(game.events, base.events, seat)
-            kind = SAME if i is None else move_kind(game.events[i], base.events[i],
-                                                    leading(game.events, i), ranks)
-            places = (game.round_places[0][seat], base.round_places[0][seat])
+        for game, ours in zip(games, played):
+            seat = game["seating"].index(0)
+            i = first_own_move(ours, theirs, seat)
+            kind = SAME if i is None else move_kind(ours[i], theirs[i], leading(ours, i), ranks)
+            places = (game["rounds"][0][seat], base["rounds"][0][seat])
             seats.append((kind, places[1] - places[0]))
             if i is not None and len(shown.setdefault(kind, [])) < examples:
-                shown[kind].append(example(kind, d, seat, game.events, i, base.events[i],
-                                           places))
+                shown[kind].append(example(kind, d, seat, ours, i, theirs[i], places))
         per_deal.append(seats)
     return per_deal, shown
 
 
-def table(per_deal: list[list[tuple[str, int]]]) -> list[str]:
+def table(per_deal: list[Seats]) -> list[str]:
     """The report's rows: each kind's share of the games, its mean gain when it is the bot's
     first move of its own, and its rank points per round with a 95% interval over deals."""
     n = len(per_deal[0])
@@ -167,15 +169,15 @@ def main(argv=None) -> int:
         p.error("--deals: at least 2 (an interval needs two); --examples: 0 or more")
     try:  # refused before any game: rules or bots that cannot play
         rules = make_rules(a.rules, a.players, rounds=1)
-        bot, *field = make_bots([a.bot] + [a.field] * a.players,
-                                [a.bot] + [a.field] * a.players, rules)
+        bots = [a.bot, a.field]
+        made = dict(enumerate(make_bots(bots, bots, rules)))
     except (RulesError, TournamentError) as exc:
         p.error(str(exc))
     print(f"{a.bot} against {a.players - 1}x {a.field}, {a.rules}, {a.players} players, "
           f"{a.deals} deals from seed {a.seed}, one round each; rank points of the bot minus the "
           f"field bot's in the same seat, put down to the bot's first move of its own", flush=True)
     try:
-        per_deal, shown = deviations(bot, field, rules, a.deals, a.seed, a.examples)
+        per_deal, shown = deviations(bots, rules, a.deals, a.seed, a.examples, made)
     except NotReproducible as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
