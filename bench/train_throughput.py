@@ -33,11 +33,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def bench_sb3(cfg, args) -> None:
     import torch
-    from stable_baselines3.common.vec_env import SubprocVecEnv
 
     from train.export import policy_mlp
     from train.league import League
-    from train.sb3_trainer import check_env_workers_fit, make_envs, make_model
+    from train.sb3_trainer import (check_env_workers_fit, make_envs, make_model,
+                                   uses_env_processes)
 
     check_env_workers_fit(cfg)
     torch.set_num_threads(cfg.torch_threads)
@@ -55,8 +55,7 @@ def bench_sb3(cfg, args) -> None:
         steps = model.num_timesteps - before  # whole rollouts: at least --steps
         envs.close()
     net = "x".join(map(str, cfg.ppo.net_arch))
-    where = ("env processes" if isinstance(envs, SubprocVecEnv)
-             else "env(s) in this process")
+    where = "env processes" if uses_env_processes(cfg) else "env(s) in this process"
     print(f"{args.config}: {cfg.n_envs} {where}, MLP {net}, opponents {cfg.league.mix}")
     print(f"{steps} learner steps in {elapsed:.1f} s: {steps / elapsed:,.0f} "
           f"samples/s (collect + update)")

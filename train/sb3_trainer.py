@@ -94,9 +94,11 @@ def make_envs(cfg: TrainConfig, league_dir: Path):
     where :func:`uses_env_processes` (:func:`check_env_workers_fit` first: they must fit)."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
+    from train.sb3_masks import MasksFromInfos
+
     subproc = uses_env_processes(cfg)
     thunks = [make_env(cfg, i, league_dir, worker=subproc) for i in range(cfg.n_envs)]
-    return SubprocVecEnv(thunks) if subproc else DummyVecEnv(thunks)
+    return MasksFromInfos(SubprocVecEnv(thunks) if subproc else DummyVecEnv(thunks))
 
 
 def lr_schedule(cfg: TrainConfig):
