@@ -13,6 +13,8 @@ class MasksFromInfos(VecEnvWrapper):
     MaskablePPO asks before every step; asked of a ``SubprocVecEnv``, that is a second round
     trip to every env process per step, as long as the step's own."""
 
+    masks: np.ndarray | None = None  # until the first reset: asked of the envs
+
     def reset(self):
         obs = self.venv.reset()
         self.reset_infos = self.venv.reset_infos
@@ -28,7 +30,7 @@ class MasksFromInfos(VecEnvWrapper):
         return obs, rewards, dones, infos
 
     def env_method(self, method_name, *args, indices=None, **kwargs):
-        if method_name != "action_masks" or args or kwargs:
+        if method_name != "action_masks" or args or kwargs or self.masks is None:
             return self.venv.env_method(method_name, *args, indices=indices, **kwargs)
         return list(self.masks[self._get_indices(indices)])
 
