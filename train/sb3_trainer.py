@@ -91,7 +91,8 @@ def make_env(cfg: TrainConfig, index: int, league_dir: Path, worker: bool = Fals
 
 def make_envs(cfg: TrainConfig, league_dir: Path):
     """The run's ``n_envs`` envs as one SB3 VecEnv, stepped in worker processes of their own
-    where :func:`uses_env_processes` (:func:`check_env_workers_fit` first: they must fit)."""
+    where :func:`uses_env_processes` (:func:`check_env_workers_fit` first: they must fit),
+    their action masks read from the step infos (:class:`~train.sb3_masks.MasksFromInfos`)."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     from train.sb3_masks import MasksFromInfos
