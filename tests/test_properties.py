@@ -6,6 +6,7 @@ are written from RULES.md and INTERFACES.md, independently of the engine's code.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 import numpy as np
@@ -32,8 +33,22 @@ TABLES = [(preset, n) for preset in PRESETS for n in range(3, 7)]
 """Every preset at every table size: each property runs on all of them, hypothesis draws the
 deal and the play."""
 seeds = st.tuples(st.integers(0, 2**31 - 1), st.integers(0, 2**31 - 1))
-EXAMPLES = 4
-"""Examples per table (80 per property)."""
+
+
+def examples_per_table(default: int = 4) -> int:
+    """``ARSCHLOCH_EXAMPLES`` from the environment (a deeper run: ``ARSCHLOCH_EXAMPLES=300``),
+    else ``default``."""
+    text = os.environ.get("ARSCHLOCH_EXAMPLES", "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"ARSCHLOCH_EXAMPLES={text!r}; allowed: a whole number, at least 1 "
+                         f"(hypothesis examples per preset and table size; default {default})")
+    return int(text)
+
+
+EXAMPLES = examples_per_table()
+"""Examples per table (80 per property by default)."""
 
 
 def new_game(preset, n, seed, **kw) -> Game:

@@ -232,6 +232,21 @@ def test_differential_random_rules(tmp_path, seed):
                         check_state=True) >= 10, rules
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("block", range(10))
+def test_differential_random_rules_many(tmp_path, block):
+    """The long run of the test above: 500 more random rule sets (seeds 16 to 515), 50 per
+    test so that a failure names a small block; the message names the seed and the rules."""
+    for seed in range(16 + 50 * block, 16 + 50 * (block + 1)):
+        rules = _random_rules(np.random.default_rng(seed))
+        try:
+            played = differential(tmp_path, rules, B=16, steps=300, seed=seed, check_every=2,
+                                  check_state=True)
+        except Exception as exc:  # an assertion here, or the reference refusing a move
+            raise AssertionError(f"seed {seed}, {rules}: {exc!r}") from exc
+        assert played >= 10, (seed, rules)
+
+
 def test_differential_points_reward(tmp_path):
     rules = make_rules("culo-points", 5)
     assert differential(tmp_path, rules, B=32, steps=600, seed=3, reward="points") >= 20
