@@ -41,7 +41,7 @@ def examples_per_table(default: int = 4) -> int:
     text = os.environ.get("ARSCHLOCH_EXAMPLES", "").strip()
     if not text:
         return default
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
         raise ValueError(f"ARSCHLOCH_EXAMPLES={text!r}; allowed: a whole number, at least 1 "
                          f"(hypothesis examples per preset and table size; default {default})")
     return int(text)

@@ -240,8 +240,8 @@ def test_differential_random_rules_many(tmp_path, block):
     for seed in range(16 + 50 * block, 16 + 50 * (block + 1)):
         rules = _random_rules(np.random.default_rng(seed))
         try:
-            played = differential(tmp_path, rules, B=16, steps=300, seed=seed, check_every=2,
-                                  check_state=True)
+            played = differential(tmp_path / str(seed), rules, B=16, steps=300, seed=seed,
+                                  check_every=2, check_state=True)
         except Exception as exc:  # an assertion here, or the reference refusing a move
             raise AssertionError(f"seed {seed}, {rules}: {exc!r}") from exc
         assert played >= 10, (seed, rules)
