@@ -86,8 +86,9 @@ def role_seats(titles: list[str | None]) -> dict[str, int]:
 class Knowledge:
     """What one seat knows of the hidden cards in the current round.
 
-    Call :meth:`reset` at the start of a match, :meth:`update` with every view before
-    deciding, and :meth:`note_action` with the action chosen in a ``take`` or ``lay`` phase.
+    Call :meth:`reset` at the start of a match, :meth:`update` with the seat's view before
+    each of its decisions (views between its turns may be read too), and :meth:`note_action`
+    with the action chosen in a ``take`` or ``lay`` phase.
 
     It knows what the public view and the observation carry, and what the seat itself saw.
     Neither view nor observation says which seat took which face-up left-over card (only the
@@ -145,9 +146,12 @@ class Knowledge:
         self.sizes = list(view["counts"])
         self.places = list(view["places"])
         self.titles = list(view["titles"])
-        if self.phase == "take" and sum(self.sizes) + len(self.face_up) == deck.size:
+        if (self.phase == "take" and view["legal"]
+                and sum(self.sizes) + len(self.face_up) == deck.size):
             # the first to swap sees every left-over card; what it leaves face up goes on to
-            # the second (the card it takes it notes itself)
+            # the second (the card it takes it notes itself). Only its own turn says so:
+            # every seat's view shows those cards while the first takes (``legal`` is empty
+            # in a view of another seat's turn)
             self.left_for_second = set(self.face_up)
         table = view["table"]
         if table:

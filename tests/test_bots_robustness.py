@@ -96,6 +96,28 @@ def test_card_counting_is_sound_and_worlds_match_the_game_under_odd_rules():
             g.step(action)
 
 
+@pytest.mark.parametrize("preset,n", [("culo", 4), ("culo", 5), ("culo-52", 6), ("culo", 3)])
+def test_card_counting_stays_sound_when_every_seat_reads_every_view(preset, n):
+    """Knowledge read by a seat between its own turns too (a bot that watches every move): the
+    first swapper's left-over cards are only known as such by the seat that swaps first, not
+    by one that saw the left-over cards face up while another seat took."""
+    rng = random.Random(n)
+    for match in range(12):
+        rules = make_rules(preset, num_players=n, rounds=3)
+        g = Game(rules, seed=100 * n + match, auto_pass=True)
+        knowledge = [Knowledge() for _ in range(n)]
+        for s in range(n):
+            knowledge[s].reset(rules.to_dict(), s)
+        while not g.is_over:
+            for s in range(n):
+                k = knowledge[s].update(public_view(g, s))
+                assert k.consistent(*_true_hidden_cards(g, k)) == [], (match, s, g.phase)
+            actions = g.legal_actions()
+            action = actions[rng.randrange(len(actions))]
+            knowledge[g.current].note_action(action)
+            g.step(action)
+
+
 # -- agent specs ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("spec", [":GreedyAgent", ".greedy:GreedyAgent", "agents.:GreedyAgent",
