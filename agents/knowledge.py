@@ -40,6 +40,10 @@ FACE_DOWN = -1
 """Where a restricted card may be besides seats: the face-down cards."""
 
 
+SEEDED_TRIES = 20
+"""Deals that place the restricted cards first, after the uniform ones (``Knowledge.sample``)."""
+
+
 class SampleError(RuntimeError):
     """No deal consistent with the knowledge was found (a bug: the true deal is one)."""
 
@@ -268,9 +272,11 @@ class Knowledge:
 
         Deals are drawn uniformly and those with a restricted card out of place or a hand of
         top-rank cards only (under ``no_finish_on_top``) rejected; when all ``tries`` are, as
-        late in a round where most unseen cards are of the top rank, a last deal first puts
-        the restricted cards in their places and hands every seat that would otherwise hold
-        only top-rank cards one card of another rank: consistent, though not uniform.
+        late in a round where most unseen cards are of the top rank, up to ``SEEDED_TRIES``
+        more deals each first put the restricted cards in their places and hand every seat
+        that would otherwise hold only top-rank cards one card of another rank: consistent,
+        though not uniform. (Where a restricted card may lie decides whether the rest can
+        be dealt, so one such deal can still fail.)
 
         Raises:
             SampleError: nothing consistent was found.
@@ -282,11 +288,11 @@ class Knowledge:
         capped = sorted((s for s in others if s in self.caps), key=lambda s: self.caps[s])
         top = self.top
         nf = self.rules.no_finish_on_top
-        for attempt in range(tries + 1):
+        for attempt in range(tries + SEEDED_TRIES):
             pool = list(free)
             hands: dict[int, list[int]] = {s: sorted(self.forced.get(s, ())) for s in others}
             need = {s: self.sizes[s] - len(hands[s]) for s in others}
-            laid = self._seed_last_deal(rng, pool, hands, need) if attempt == tries else []
+            laid = self._seed_last_deal(rng, pool, hands, need) if attempt >= tries else []
             ok = True
             for s in capped:
                 cap = self.caps[s]
@@ -315,21 +321,31 @@ class Knowledge:
             if self._misplaced(hands, face_down):
                 continue
             return hands, face_down
-        raise SampleError(f"no consistent deal found for seat {seat} in {tries} tries")
+        raise SampleError(f"no consistent deal found for seat {seat} in "
+                          f"{tries + SEEDED_TRIES} tries")
 
     def _seed_last_deal(self, rng: np.random.Generator, pool: list[int],
                         hands: dict[int, list[int]], need: dict[int, int]) -> list[int]:
         """Before the last deal: each restricted card to one of its places with room left
-        (weighted by the room), then under ``no_finish_on_top`` a card of a rank below the top
-        to every seat that holds only top-rank cards so far; returns the cards put face down.
-        Takes them from ``pool`` and ``need``."""
+        (weighted by the room; under ``no_finish_on_top`` not a top-rank card into the last
+        place of a hand that holds only top-rank cards so far), then under
+        ``no_finish_on_top`` a card of a rank below the top to every seat that holds only
+        top-rank cards so far; returns the cards put face down. Takes them from ``pool`` and
+        ``need``."""
         laid: list[int] = []
         room = {**need, FACE_DOWN: self.fd_unknown}
+        nf, top = self.rules.no_finish_on_top, self.top
+
+        def leaves_top_only(c: int, w: int) -> bool:
+            return (nf and w != FACE_DOWN and c >> 2 == top and room[w] == 1
+                    and all(x >> 2 == top for x in hands[w]))
+
         for c in sorted(self.restricted):
             if c not in pool:
                 continue
             places = [w for w in sorted(self.restricted[c]) if room.get(w, 0) > 0
-                      and (w == FACE_DOWN or c < self.caps.get(w, c + 1))]
+                      and (w == FACE_DOWN or c < self.caps.get(w, c + 1))
+                      and not leaves_top_only(c, w)]
             if not places:
                 continue
             weights = np.array([room[w] for w in places], float)
@@ -339,8 +355,7 @@ class Knowledge:
             room[w] -= 1
             if w != FACE_DOWN:
                 need[w] -= 1
-        if self.rules.no_finish_on_top:
-            top = self.top
+        if nf:
             for s in need:
                 low = [c for c in pool if c >> 2 != top and c < self.caps.get(s, c + 1)]
                 if need[s] and low and all(c >> 2 == top for c in hands[s]):

@@ -119,6 +119,33 @@ def test_card_counting_stays_sound_when_every_seat_reads_every_view(preset, n):
             g.step(action)
 
 
+@pytest.mark.parametrize("preset,n", [("culo", 5), ("culo", 6), ("culo-52", 6)])
+def test_sampling_finds_a_deal_where_every_uniform_deal_fails(preset, n):
+    """``tries=0``: only the deals that place the restricted left-over cards first. Where such
+    a card lies decides whether the rest can be dealt (an ace that must be face down, or the
+    only card of a seat that may not hold aces alone), and those deals still find one."""
+    rng = random.Random(n)
+    sample_rng = np.random.default_rng(n)
+    positions = 0
+    for match in range(80):
+        rules = make_rules(preset, num_players=n, rounds=3)
+        g = Game(rules, seed=match, auto_pass=True)
+        knowledge = [Knowledge() for _ in range(n)]
+        for s in range(n):
+            knowledge[s].reset(rules.to_dict(), s)
+        while not g.is_over:
+            k = knowledge[g.current].update(public_view(g, g.current))
+            if k.restricted:
+                positions += 1
+                for _ in range(4):
+                    assert k.consistent(*k.sample(sample_rng, tries=0)) == [], (match, g.phase)
+            actions = g.legal_actions()
+            action = actions[rng.randrange(len(actions))]
+            k.note_action(action)
+            g.step(action)
+    assert positions > 300
+
+
 # -- agent specs ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("spec", [":GreedyAgent", ".greedy:GreedyAgent", "agents.:GreedyAgent",
