@@ -292,7 +292,7 @@ class Knowledge:
             pool = list(free)
             hands: dict[int, list[int]] = {s: sorted(self.forced.get(s, ())) for s in others}
             need = {s: self.sizes[s] - len(hands[s]) for s in others}
-            laid = self._seed_last_deal(rng, pool, hands, need) if attempt >= tries else []
+            laid = self._seed_deal(rng, pool, hands, need) if attempt >= tries else []
             ok = True
             for s in capped:
                 cap = self.caps[s]
@@ -324,9 +324,9 @@ class Knowledge:
         raise SampleError(f"no consistent deal found for seat {seat} in "
                           f"{tries + SEEDED_TRIES} tries")
 
-    def _seed_last_deal(self, rng: np.random.Generator, pool: list[int],
+    def _seed_deal(self, rng: np.random.Generator, pool: list[int],
                         hands: dict[int, list[int]], need: dict[int, int]) -> list[int]:
-        """Before the last deal: each restricted card to one of its places with room left
+        """Before a seeded deal: each restricted card to one of its places with room left
         (weighted by the room; under ``no_finish_on_top`` not a top-rank card into the last
         place of a hand that holds only top-rank cards so far), then under
         ``no_finish_on_top`` a card of a rank below the top to every seat that holds only
