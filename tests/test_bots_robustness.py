@@ -67,6 +67,14 @@ def _true_hidden_cards(g: Game, k: Knowledge):
     return hands, [c for c in ids(g.face_down) if c not in k.laid_known]
 
 
+def knowledge_of_every_seat(rules) -> list[Knowledge]:
+    """A :class:`Knowledge` per seat, reset for a new match under ``rules``."""
+    knowledge = [Knowledge() for _ in range(rules.num_players)]
+    for s, k in enumerate(knowledge):
+        k.reset(rules.to_dict(), s)
+    return knowledge
+
+
 def test_card_counting_is_sound_and_worlds_match_the_game_under_odd_rules():
     rng = random.Random(5)
     for _ in range(15):
@@ -76,10 +84,9 @@ def test_card_counting_is_sound_and_worlds_match_the_game_under_odd_rules():
         enc = Encoder(g.R)
         sample_rng = np.random.default_rng(seed)
         bots = [ExpertAgent() if s % 2 else GreedyAgent() for s in range(g.n)]
-        knowledge = [Knowledge() for _ in range(g.n)]
+        knowledge = knowledge_of_every_seat(rules)
         for s in range(g.n):
             bots[s].reset(rules.to_dict(), s, seed)
-            knowledge[s].reset(rules.to_dict(), s)
         while not g.is_over:
             s = g.current
             obs, view = observation_of(g, enc, s), public_view(g, s)
@@ -106,9 +113,7 @@ def test_card_counting_stays_sound_when_every_seat_reads_every_view(preset, n):
     for match in range(12):
         rules = make_rules(preset, num_players=n, rounds=3)
         g = Game(rules, seed=100 * n + match, auto_pass=True)
-        knowledge = [Knowledge() for _ in range(n)]
-        for s in range(n):
-            knowledge[s].reset(rules.to_dict(), s)
+        knowledge = knowledge_of_every_seat(rules)
         while not g.is_over:
             for s in range(n):
                 k = knowledge[s].update(public_view(g, s))
@@ -130,9 +135,7 @@ def test_sampling_finds_a_deal_where_every_uniform_deal_fails(preset, n):
     for match in range(80):
         rules = make_rules(preset, num_players=n, rounds=3)
         g = Game(rules, seed=match, auto_pass=True)
-        knowledge = [Knowledge() for _ in range(n)]
-        for s in range(n):
-            knowledge[s].reset(rules.to_dict(), s)
+        knowledge = knowledge_of_every_seat(rules)
         while not g.is_over:
             k = knowledge[g.current].update(public_view(g, g.current))
             if k.restricted:
