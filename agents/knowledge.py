@@ -325,7 +325,7 @@ class Knowledge:
                           f"{tries + SEEDED_TRIES} tries")
 
     def _seed_deal(self, rng: np.random.Generator, pool: list[int],
-                        hands: dict[int, list[int]], need: dict[int, int]) -> list[int]:
+                   hands: dict[int, list[int]], need: dict[int, int]) -> list[int]:
         """Before a seeded deal: each restricted card to one of its places with room left
         (weighted by the room; under ``no_finish_on_top`` not a top-rank card into the last
         place of a hand that holds only top-rank cards so far), then under

@@ -223,13 +223,19 @@ def _random_rules(rng: np.random.Generator):
     return make_rules(str(rng.choice(sorted(PRESETS))), int(rng.integers(3, 7)), **overrides)
 
 
+def differential_of_random_rules(tmp_path, rules, seed: int) -> int:
+    """``differential`` as both random-rules tests run it (every state checked); returns the
+    matches played."""
+    return differential(tmp_path, rules, B=16, steps=300, seed=seed, check_every=2,
+                        check_state=True)
+
+
 @pytest.mark.parametrize("seed", range(16))
 def test_differential_random_rules(tmp_path, seed):
     """Random rule sets (every field at once): observations of the seat to act and of the
     others, full states, masks and records in every phase, as under the presets."""
     rules = _random_rules(np.random.default_rng(seed))
-    assert differential(tmp_path, rules, B=16, steps=300, seed=seed, check_every=2,
-                        check_state=True) >= 10, rules
+    assert differential_of_random_rules(tmp_path, rules, seed) >= 10, rules
 
 
 @pytest.mark.slow
@@ -240,8 +246,7 @@ def test_differential_random_rules_many(tmp_path, block):
     for seed in range(16 + 50 * block, 16 + 50 * (block + 1)):
         rules = _random_rules(np.random.default_rng(seed))
         try:
-            played = differential(tmp_path / str(seed), rules, B=16, steps=300, seed=seed,
-                                  check_every=2, check_state=True)
+            played = differential_of_random_rules(tmp_path / str(seed), rules, seed)
         except Exception as exc:  # an assertion here, or the reference refusing a move
             raise AssertionError(f"seed {seed}, {rules}: {exc!r}") from exc
         assert played >= 10, (seed, rules)
