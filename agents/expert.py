@@ -124,10 +124,6 @@ class Ctx:
             p = self.poss[o] = self._poss_fn(o)
         return p
 
-    def dom(self, r: int, k: int) -> bool:
-        """No opponent can beat ``k`` cards of rank ``r``."""
-        return self.sm[r] < k
-
     def can_beat(self, o: int, r: int, k: int) -> bool:
         """Opponent ``o`` may hold ``k`` cards of a rank above ``r`` that it may play."""
         p = self.possible(o)

@@ -61,6 +61,32 @@ def test_bots_play_legal_matches_under_odd_rule_combinations():
         assert game.is_over
 
 
+def test_expert_threat_variants_play_legal_matches_and_decide_otherwise(monkeypatch):
+    """The threat heuristics are tunables, off in the default expert: under odd rules each
+    variant plays legal matches, and its threat branches choose other moves than the default
+    would in the same positions."""
+    decide = expert.decide
+    differed = []
+
+    def comparing(c):
+        chosen = decide(c)
+        params, c.p = c.p, expert.DEFAULT
+        differed.append(decide(c) != chosen)
+        c.p = params
+        return chosen
+
+    monkeypatch.setattr(expert, "decide", comparing)
+    rng = random.Random(5)
+    variants = [dict(threat_lead=True), dict(threat_follow="win"),
+                dict(threat_follow="any", threat_near=2), dict(threat_lead=True, threat_size=3)]
+    for _ in range(60):
+        rules = odd_rules(rng)
+        seats = [ExpertAgent(**rng.choice(variants)) if rng.random() < 0.75 else GreedyAgent()
+                 for _ in range(rules.num_players)]
+        assert play_match(rules, seats, seed=rng.randrange(10 ** 6)).is_over
+    assert 0 < sum(differed) < len(differed) / 4
+
+
 def _true_hidden_cards(g: Game, k: Knowledge):
     ids = lambda masks: [4 * r + s for r, m in enumerate(masks) for s in range(4) if m >> s & 1]
     hands = {o: ids(g.hands[o]) for o in range(g.n) if o != k.seat and g.sizes[o]}
