@@ -1425,6 +1425,37 @@ def _play_with_agent_seats(table, steps: int = 40) -> None:
         table.step(actions)
 
 
+@pytest.mark.parametrize("tamper, says", [
+    ("observation", r"the mirror reference game left the vector engine"),
+    ("mask", r"the mirror reference game left the vector engine"),
+    ("end", r"the mirror's match end \(True\) differs from the vector engine's \(False\)"),
+])
+def test_vec_debug_finds_a_mirror_that_left_the_vector_engine(tmp_path, monkeypatch, tamper,
+                                                              says):
+    """``vec.debug``, which the rollout tests rely on to check the agent seats, must notice
+    a mirror game whose observation, legal actions or match end differ from the engine's."""
+    from arschloch_env.engine import Game
+    from arschloch_env.rules import make_rules
+    from train.league import League
+    from train.ppo_vec_seats import SnapshotPool, Table
+
+    pool = SnapshotPool(League(tmp_path / "league", 5))
+    pool.refresh()
+    table = Table(make_rules("culo", 4), 8, 1, {"greedy": 1.0}, pool,
+                  np.random.default_rng(0), None, debug=True)
+    _play_with_agent_seats(table, steps=5)  # the mirrors agree so far
+    assert table.mirrors
+    if tamper == "observation":
+        observe = table.encoder.observe
+        monkeypatch.setattr(table.encoder, "observe", lambda game, seat: observe(game, seat) + 1)
+    elif tamper == "mask":
+        monkeypatch.setattr(Game, "legal_mask", lambda game: np.zeros_like(table.mask[0]))
+    else:
+        monkeypatch.setattr(Game, "is_over", property(lambda game: True))
+    with pytest.raises(AssertionError, match=says):
+        _play_with_agent_seats(table, steps=1)
+
+
 def test_an_agent_seat_with_an_illegal_action_is_named(tmp_path):
     from agents.runner import AgentError
     from arschloch_env.rules import make_rules
