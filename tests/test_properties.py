@@ -455,6 +455,52 @@ def check_record_semantics(events: list[dict]) -> None:
             table = None
 
 
+def corrupted_records(events: list[dict]):
+    """Copies of a valid record, each with one move against the rules: (what, events)."""
+    import copy
+
+    order = events[0]["rules"]["rank_order"]
+    first = lambda pred: next(i for i, e in enumerate(events) if pred(i, e))
+    following = first(lambda i, e: e["event"] == "play" and events[i - 1]["event"] == "play")
+    bad = copy.deepcopy(events)
+    bad[following]["cards"] = [order[0] + c[1] for c in bad[following]["cards"]]
+    yield "a play that does not beat the table", bad
+    leading = first(lambda i, e: e["event"] == "play" and events[i - 1]["event"] in
+                    ("round", "trick_end"))
+    bad = copy.deepcopy(events)
+    bad[leading] = {"event": "pass", "player": events[leading]["player"]}
+    yield "a pass at a lead", bad
+    trick = first(lambda i, e: e["event"] == "trick_end")
+    bad = copy.deepcopy(events)
+    bad[trick]["winner"] = next(p for p in events[0]["players"] if p != events[trick]["winner"])
+    yield "a trick won by another player", bad
+    by_top = first(lambda i, e: e["event"] == "trick_end" and events[i - 1]["event"] == "play"
+                   and events[i - 1]["cards"][0][0] == order[-1])
+    yield "a top card that did not end its trick", events[:by_top] + events[by_top + 1:]
+    emptied = first(lambda i, e: e["event"] == "out" and e["reason"] == "emptied")
+    bad = copy.deepcopy(events)
+    bad[emptied]["reason"] = "last"
+    yield "an emptied hand out as the last", bad
+
+
+def test_record_semantics_check_finds_each_kind_of_corruption():
+    """check_record_semantics is the property tests' independent model of a record: it
+    must reject a record changed by one move against the rules."""
+    g = new_game("culo", 4, 3)
+    rng = np.random.default_rng(3)
+    while not g.is_over:
+        random_step(g, rng)
+    check_record_semantics(g.events)
+    missed = []
+    for what, events in corrupted_records(g.events):
+        try:
+            check_record_semantics(events)
+            missed.append(what)
+        except AssertionError:
+            pass
+    assert missed == [] and len(list(corrupted_records(g.events))) == 5
+
+
 def test_observation_size_independent_of_player_count():
     for preset, size in (("culo", 413), ("culo-ten", 413), ("culo-52", 593), ("tavern", 593)):
         sizes = {Encoder(Game(preset, num_players=n, seed=0).R).size for n in range(3, 7)}
