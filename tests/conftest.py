@@ -1,3 +1,4 @@
+import copy
 import os
 import signal
 from pathlib import Path
@@ -166,3 +167,12 @@ def logged_steps(files, tag: str) -> list[int]:
 
     return [event.step for path in sorted(files) for event in EventFileLoader(str(path)).Load()
             if any(value.tag == tag for value in event.summary.value)]
+
+
+def snapshot(game) -> dict:
+    """Everything an engine ``Game`` holds, deep-copied (its random stream as its state):
+    equal before and after a call exactly when the call changed nothing."""
+    out = {k: copy.deepcopy(v) for k, v in vars(game).items()
+           if k not in ("rng", "_deals", "codec", "rules")}
+    out["rng"] = copy.deepcopy(game.rng.bit_generator.state)
+    return out

@@ -6,8 +6,6 @@ Action ids follow INTERFACES.md: ``0`` pass, ``1 + 4r + (k-1)`` play k cards of 
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pytest
 
@@ -15,6 +13,7 @@ from arschloch_env.view import public_view
 
 from arschloch_env.engine import Game, IllegalActionError
 from arschloch_env.rules import make_rules
+from conftest import snapshot
 
 PASS = 0
 
@@ -75,14 +74,6 @@ def finish_round(g: Game) -> None:
     rnd = g.round
     while g.round == rnd and not g.is_over:
         shed(g)
-
-
-def snapshot(g: Game) -> dict:
-    """Everything the engine holds, deep-copied (the random stream as its state)."""
-    out = {k: copy.deepcopy(v) for k, v in vars(g).items()
-           if k not in ("rng", "_deals", "codec", "rules")}
-    out["rng"] = copy.deepcopy(g.rng.bit_generator.state)
-    return out
 
 
 def events(g: Game, kind: str) -> list[dict]:
