@@ -6,12 +6,14 @@ import importlib.util
 import json
 import re
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import train.tournament as tournament
+from agents.random_agent import RandomAgent
 from arschloch_env.cli import main as cli_main
 from arschloch_env.cli import match_seed
 from arschloch_env.rules import make_rules
@@ -28,6 +30,36 @@ def _figures(res):
     for key in ("run", "complete", "deals_requested"):
         d.pop(key)
     return d
+
+
+# -- intervals under a known truth -------------------------------------------------------------
+
+class RandomOfItsOwn(RandomAgent):
+    """Random play from a stream of its own: as strong as ``random``, never its copy (with the
+    same stream the bots would play each deal alike in every seating, and every block would
+    be exactly at par)."""
+
+    name = "random-own-stream"
+
+    def reset(self, rules, seat, seed=None):
+        self.rng = np.random.default_rng([seed, 1])
+
+
+def test_intervals_hold_the_truth_as_often_as_they_say():
+    """Two bots of equal strength: the true rank points are par, the true paired difference 0
+    and the true President rate 1/4. Over 300 small tournaments (20 deals each) a 95%
+    interval should miss the truth in about 15 (5 to 27 leave each side a chance of 0.3%),
+    so intervals built on the wrong unit (games instead of deals) or too wide are caught."""
+    missed = Counter()
+    for seed in range(300):
+        res = run_tournament("culo", [RandomOfItsOwn(), "random"], deals=20, seed=seed,
+                             players=4, jobs=1)
+        own = res.metrics[res.labels[0]]
+        diff = res.paired[0]["metrics"]["rank_points"]
+        for name, estimate, truth in [("over par", own["rank_points"], 1.5),
+                                      ("paired", diff, 0.0), ("President", own["president"], 0.25)]:
+            missed[name] += not estimate.low <= truth <= estimate.high
+    assert all(5 <= missed[name] <= 27 for name in ("over par", "paired", "President")), missed
 
 
 # -- interrupted tournaments -------------------------------------------------------------------
