@@ -6,6 +6,7 @@ are written from RULES.md and INTERFACES.md, independently of the engine's code.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections import Counter
 
@@ -452,10 +453,11 @@ def check_record_semantics(events: list[dict]) -> None:
 
 def corrupted_records(events: list[dict]):
     """Copies of a valid record, each with one move against the rules: (what, events)."""
-    import copy
-
     order = events[0]["rules"]["rank_order"]
-    first = lambda pred: next(i for i, e in enumerate(events) if pred(i, e))
+
+    def first(pred) -> int:
+        return next(i for i, e in enumerate(events) if pred(i, e))
+
     following = first(lambda i, e: e["event"] == "play" and events[i - 1]["event"] == "play")
     bad = copy.deepcopy(events)
     bad[following]["cards"] = [order[0] + c[1] for c in bad[following]["cards"]]
@@ -486,14 +488,15 @@ def test_record_semantics_check_finds_each_kind_of_corruption():
     while not g.is_over:
         random_step(g, rng)
     check_record_semantics(g.events)
+    corrupted = list(corrupted_records(g.events))
     missed = []
-    for what, events in corrupted_records(g.events):
+    for what, events in corrupted:
         try:
             check_record_semantics(events)
             missed.append(what)
         except AssertionError:
             pass
-    assert missed == [] and len(list(corrupted_records(g.events))) == 5
+    assert len(corrupted) == 5 and missed == []
 
 
 def test_observation_size_independent_of_player_count():

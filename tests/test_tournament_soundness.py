@@ -48,7 +48,7 @@ class RandomOfItsOwn(RandomAgent):
 def test_intervals_hold_the_truth_as_often_as_they_say():
     """Two bots of equal strength: the true rank points are par, the true paired difference 0
     and the true President rate 1/4. Over 300 small tournaments (20 deals each) a 95%
-    interval should miss the truth in about 15 (5 to 27 leave each side a chance of 0.3%),
+    interval should miss the truth in about 15 (fewer than 5 or more than 27: each under 0.2%),
     so intervals built on the wrong unit (games instead of deals) or too wide are caught."""
     missed = Counter()
     for seed in range(300):
