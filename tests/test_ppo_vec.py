@@ -461,18 +461,18 @@ def test_each_epoch_trains_on_every_valid_row_once(bfloat16):
     assert epochs[0] != epochs[1]  # reshuffled
 
 
-def test_update_losses_by_hand_at_the_collecting_policy():
-    """One minibatch whose log-probabilities and values are the networks' own (every ratio
-    1), with advantages far from mean 0: the policy loss is that of the minibatch's normalised
-    advantages (0), the value loss the squared advantage (the target is advantage plus the
-    old value), and the loss the policy loss, minus the entropy bonus, plus the value term."""
+def collecting_policy_rollout(settings: list[str]):
+    """A small config (one epoch of one minibatch, plus ``settings``), networks, and a
+    rollout whose log-probabilities and values are the networks' own (every ratio 1), its
+    rows after the carried ones valid. Returns them with the rollout's entropy and a
+    generator for more of its numbers."""
     import torch
 
     from train import ppo_vec
     from train.ppo_vec_seats import masked_log_softmax
 
     cfg = load_config(CONFIGS[0], ["ppo.net_arch=[8]", "vec.critic_state=false",
-                                   "ppo.n_epochs=1", "vec.minibatches=1"])
+                                   "ppo.n_epochs=1", "vec.minibatches=1", *settings])
     torch.manual_seed(0)
     O, A, T, B = 5, 4, 6, 3
     nets = ppo_vec.Nets(ppo_vec.mlp([O, 8, A], "relu", 1.0), ppo_vec.mlp([O, 8, 1], "relu", 1.0),
@@ -492,10 +492,28 @@ def test_update_losses_by_hand_at_the_collecting_policy():
             buf.mask.astype(bool)))[ppo_vec.CARRIED:].sum(-1).mean())
     valid = np.zeros(buf.action.shape, bool)
     valid[ppo_vec.CARRIED:] = True
+    return cfg, nets, buf, valid, entropy, rng
+
+
+def update_of(cfg, nets, buf, adv, valid) -> dict[str, float]:
+    """One ``ppo_update`` of ``buf`` with a fresh optimizer."""
+    import torch
+
+    from train import ppo_vec
+
+    return ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf,
+                              ppo_vec.update_inputs(nets, buf, "cpu"), adv, valid, cfg,
+                              torch.Generator().manual_seed(0), "cpu")
+
+
+def test_update_losses_by_hand_at_the_collecting_policy():
+    """One minibatch whose log-probabilities and values are the networks' own (every ratio
+    1), with advantages far from mean 0: the policy loss is that of the minibatch's normalised
+    advantages (0), the value loss the squared advantage (the target is advantage plus the
+    old value), and the loss the policy loss, minus the entropy bonus, plus the value term."""
+    cfg, nets, buf, valid, entropy, rng = collecting_policy_rollout([])
     adv = (3 + 5 * rng.normal(size=valid.shape)).astype(np.float32)
-    out = ppo_vec.ppo_update(nets, ppo_vec.make_optimizer(nets, cfg), buf,
-                             ppo_vec.update_inputs(nets, buf, "cpu"), adv, valid, cfg,
-                             torch.Generator().manual_seed(0), "cpu")
+    out = update_of(cfg, nets, buf, adv, valid)
     assert out["policy_gradient_loss"] == pytest.approx(0.0, abs=1e-5)
     assert out["value_loss"] == pytest.approx(float(np.mean(adv[valid] ** 2)), rel=1e-5)
     assert -out["entropy_loss"] == pytest.approx(entropy, rel=1e-5)
@@ -503,6 +521,38 @@ def test_update_losses_by_hand_at_the_collecting_policy():
                                         + cfg.ppo.ent_coef * out["entropy_loss"]
                                         + cfg.ppo.vf_coef * out["value_loss"], rel=1e-5)
     assert out["loss"] < cfg.ppo.vf_coef * out["value_loss"]  # the bonus lowers it
+
+
+def test_update_clips_the_ratio_where_the_advantage_would_push_it_further():
+    """Rows whose ratio already lies beyond the clip range in the direction their advantage
+    pushes (above 1 + clip with a positive advantage, below 1 - clip with a negative one) give
+    the clipped objective no slope: without the entropy bonus the actor does not move, and
+    every row counts as clipped."""
+    cfg, nets, buf, valid, _, _ = collecting_policy_rollout(["ppo.ent_coef=0"])
+    adv = np.where(np.arange(valid.size).reshape(valid.shape) % 2, 1.0, -1.0).astype(np.float32)
+    assert adv[valid].mean() == 0.0  # the minibatch's normalisation keeps every sign
+    buf.logp[:] -= np.sign(adv)  # ratio e where the advantage is positive, 1/e where negative
+    actor = [w.detach().clone() for w in nets.actor.parameters()]
+    out = update_of(cfg, nets, buf, adv, valid)
+    assert out["clip_fraction"] == 1.0
+    assert all((w == before).all() for w, before in zip(nets.actor.parameters(), actor))
+
+
+def test_update_clips_the_gradient_norm():
+    """``ppo.max_grad_norm`` bounds the gradient's norm: at a bound of 1e-12 the actor's
+    Adam step (its epsilon 1e-5) all but vanishes, where at 0.5 it is about the learning
+    rate."""
+    import torch
+
+    moved = {}
+    for bound in (1e-12, 0.5):
+        cfg, nets, buf, valid, _, rng = collecting_policy_rollout([f"ppo.max_grad_norm={bound}"])
+        before = torch.cat([w.detach().flatten() for w in nets.actor.parameters()])
+        update_of(cfg, nets, buf, rng.normal(size=valid.shape).astype(np.float32), valid)
+        after = torch.cat([w.detach().flatten() for w in nets.actor.parameters()])
+        moved[bound] = float((after - before).abs().max())
+    assert moved[0.5] > 0.5 * cfg.ppo.learning_rate
+    assert moved[1e-12] < 1e-4 * moved[0.5], moved
 
 
 @pytest.mark.parametrize("bfloat16", [False, True])
