@@ -783,6 +783,37 @@ def test_batched_snapshots_match_each_snapshots_mlp(tmp_path):
         np.testing.assert_allclose(got[i], mlps[which[i]](obs[i]), rtol=1e-4, atol=1e-4)
 
 
+def test_seat_draws_spread_the_learner_over_the_seats_and_the_snapshots_over_the_league(
+        tmp_path):
+    """Each match draws the learner's seat uniformly, and each snapshots seat one of the
+    league's snapshots uniformly: over 2,000 draws of 5-player tables every seat and every
+    snapshot get their share to within a few standard errors."""
+    from agents.mlp import MLP
+    from arschloch_env.rules import make_rules
+    from train.league import League
+    from train.ppo_vec_seats import LEARNER, SNAPSHOT, SnapshotPool, Table
+
+    rng = np.random.default_rng(0)
+    league = League(tmp_path / "league", max_snapshots=4)
+    pool = SnapshotPool(league)
+    for k in range(4):
+        league.add_snapshot(MLP([(rng.normal(size=(16, 12)), rng.normal(size=16)),
+                                 (rng.normal(size=(5, 16)), rng.normal(size=5))], "tanh"), k)
+    pool.refresh()
+    table = Table(make_rules("culo", 5), 40, 1, {"current": 0.5, "snapshots": 0.5}, pool, rng,
+                  None)
+    seats, snapshots = np.zeros(5), np.zeros(len(pool.mlps))
+    for _ in range(50):
+        table.seat_games(np.arange(table.B))
+        seats += (table.kind == LEARNER).sum(0)
+        np.add.at(snapshots, table.which[table.kind == SNAPSHOT], 1)
+    assert seats.sum() == 2000 and snapshots.sum() > 3000
+    for counts in (seats, snapshots):
+        share = 1 / len(counts)
+        sd = np.sqrt(counts.sum() * share * (1 - share))
+        assert np.all(np.abs(counts - counts.sum() * share) < 4 * sd), counts
+
+
 def test_the_pool_drops_a_snapshot_once_no_game_seats_it(tmp_path):
     """A snapshot that left the league plays on in the games that seat it and leaves the pool
     once none does: a run holds at most max_snapshots plus those still in play, however many
