@@ -1980,6 +1980,15 @@ def test_the_league_sampler_draws_every_snapshot_alike_and_current_without_any(t
     assert set(drawn) == {0.0, 1.0, 2.0} and min(drawn.values()) > 70, drawn
 
 
+def test_the_league_sampler_draws_each_kind_at_its_share(tmp_path):
+    from collections import Counter
+
+    from train.league import LeagueSampler
+    sampler = LeagueSampler(tmp_path, {"random": 0.9, "greedy": 0.1})
+    drawn = Counter(a.name for a in sampler(np.random.default_rng(0), 2000))
+    assert set(drawn) == {"random", "greedy"} and 140 < drawn["greedy"] < 260, drawn
+
+
 def test_the_league_sampler_plays_the_current_policy_the_trainer_wrote_last(tmp_path):
     """The env workers reload current.npz when it changes, not only when league.json does."""
     import os
