@@ -760,8 +760,15 @@ def test_a_resume_says_which_snapshots_the_league_lost(tmp_path, capsys):
     assert f"lists {league.snapshots[0]['file']}, which" in capsys.readouterr().err
 
 
-def test_batched_snapshots_match_each_snapshots_mlp(tmp_path):
+def random_snapshot_mlp(rng):
+    """A small policy of random weights (12 inputs, 16 tanh units, 5 actions) for the pool."""
     from agents.mlp import MLP
+
+    return MLP([(rng.normal(size=(16, 12)), rng.normal(size=16)),
+                (rng.normal(size=(5, 16)), rng.normal(size=5))], "tanh")
+
+
+def test_batched_snapshots_match_each_snapshots_mlp(tmp_path):
     from train.league import League
     from train.ppo_vec_seats import SnapshotPool
 
@@ -770,8 +777,7 @@ def test_batched_snapshots_match_each_snapshots_mlp(tmp_path):
     pool = SnapshotPool(league)
     mlps = []
     for k in range(4):  # the first one leaves the pool, and stays usable by running games
-        mlp = MLP([(rng.normal(size=(16, 12)), rng.normal(size=16)),
-                   (rng.normal(size=(5, 16)), rng.normal(size=5))], "tanh")
+        mlp = random_snapshot_mlp(rng)
         league.add_snapshot(mlp, k)
         mlps.append(mlp)
         pool.refresh()
@@ -788,7 +794,6 @@ def test_seat_draws_spread_the_learner_over_the_seats_and_the_snapshots_over_the
     """Each match draws the learner's seat uniformly, and each snapshots seat one of the
     league's snapshots uniformly: over 2,000 draws of 5-player tables every seat and every
     snapshot get their share to within a few standard errors."""
-    from agents.mlp import MLP
     from arschloch_env.rules import make_rules
     from train.league import League
     from train.ppo_vec_seats import LEARNER, SNAPSHOT, SnapshotPool, Table
@@ -797,8 +802,7 @@ def test_seat_draws_spread_the_learner_over_the_seats_and_the_snapshots_over_the
     league = League(tmp_path / "league", max_snapshots=4)
     pool = SnapshotPool(league)
     for k in range(4):
-        league.add_snapshot(MLP([(rng.normal(size=(16, 12)), rng.normal(size=16)),
-                                 (rng.normal(size=(5, 16)), rng.normal(size=5))], "tanh"), k)
+        league.add_snapshot(random_snapshot_mlp(rng), k)
     pool.refresh()
     table = Table(make_rules("culo", 5), 40, 1, {"current": 0.5, "snapshots": 0.5}, pool, rng,
                   None)
@@ -818,7 +822,6 @@ def test_the_pool_drops_a_snapshot_once_no_game_seats_it(tmp_path):
     """A snapshot that left the league plays on in the games that seat it and leaves the pool
     once none does: a run holds at most max_snapshots plus those still in play, however many
     it makes, and every seat keeps playing the snapshot it drew."""
-    from agents.mlp import MLP
     from arschloch_env.rules import make_rules
     from train.league import League
     from train.ppo_vec_seats import SNAPSHOT, SnapshotPool, Table
@@ -828,8 +831,7 @@ def test_the_pool_drops_a_snapshot_once_no_game_seats_it(tmp_path):
     pool = SnapshotPool(league)
 
     def add_snapshot(k):
-        league.add_snapshot(MLP([(rng.normal(size=(16, 12)), rng.normal(size=16)),
-                                 (rng.normal(size=(5, 16)), rng.normal(size=5))], "tanh"), k)
+        league.add_snapshot(random_snapshot_mlp(rng), k)
 
     for k in range(2):
         add_snapshot(k)
