@@ -685,13 +685,19 @@ def test_prescribed_gifts_give_those_suits_where_they_are_the_highest_cards():
     rules = make_rules("culo", 4, rounds=2)
     r2 = split(["7C 8C 9C TC 7S 8S 9S TS", "7H 8H 9H TH 7D 8D 9D TD",
                 "JC JS JH JD QC QS QH QD", "KC KS KH KD AC AS AH AD"])
-    for gift, taken in [(["AC", "AS"], ["AC", "AS"]), (["AH", "AD"], ["AH", "AD"]),
-                        (["AS", "KC"], None), (["AC", "7C"], None)]:
-        g = Game(rules, seed=5, deals=[block_deal(rules), (r2, [])], record=True,
+    # the Arschloch holds two aces only: a gift of aces it lacks is not taken from the others
+    two_aces = split(["7C 8C 9C TC 7S 8S 9S TS", "7H 8H 9H TH 7D 8D 9D AH",
+                      "JC JS JH JD QC QS QH AD", "KC KS KH KD AC AS QD TD"])
+    for deal, gift, taken in [(r2, ["AC", "AS"], ["AC", "AS"]), (r2, ["AH", "AD"], ["AH", "AD"]),
+                              (r2, ["AS", "KC"], None), (r2, ["AC", "7C"], None),
+                              (two_aces, ["AH", "AD"], ["AC", "AS"]),
+                              (two_aces, ["AC", "AH"], ["AC", "AS"])]:
+        g = Game(rules, seed=5, deals=[block_deal(rules), (deal, [])], record=True,
                  gifts={(2, "player_3"): gift})
         finish_round(g)
         cards = events(g, "exchange")[0]["cards"]
         assert cards == taken if taken else (len(cards) == 2 and {c[0] for c in cards} == {"A"})
+        assert sorted(g.hand_of(0) + g.hand_of(3)) == sorted(deal[0] + deal[3])
 
 
 def test_exchange_gives_highest_cards_and_president_may_return_them():
