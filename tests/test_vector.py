@@ -429,6 +429,36 @@ def test_pair_error_message():
     assert " ".join(map(str, named)) == legal
 
 
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_step_refuses_exactly_what_the_mask_leaves_out(preset):
+    """Every action id the mask leaves out is refused in every phase (an equal rank, a pass
+    when leading, a give of a rank the seat lacks, a take of a card not face up ...), naming
+    its game and changing nothing: the check on a step is code of its own, apart from the
+    mask's."""
+    B, n = 6, 4 if preset == "tavern" else 5  # 5 culo players leave cards over to swap
+    vg = VectorGame(preset, n, num_games=B, seed=11)
+    _, mask = vg.reset()
+    phases, refused = set(), 0
+    for _ in range(60):
+        legal = vg.sample_actions()  # draws from the sampler streams: before the snapshot
+        before = (vg._st.copy(), vg._rng.copy())
+        phases |= set(vg.phase.tolist())
+        for b in range(B):
+            where = np.arange(B) == b
+            for a in np.flatnonzero(mask[b] == 0):
+                actions = legal.copy()
+                actions[b] = a
+                with pytest.raises(VectorActionError, match=rf"^game {b}: ") as exc:
+                    vg.step(actions, where=where)
+                assert exc.value.game == b
+                refused += 1
+        assert np.array_equal(vg._st, before[0]) and np.array_equal(vg._rng, before[1])
+        _, mask, _, _ = vg.step(legal)
+    swapped = make_rules(preset, n).num_leftover > 0
+    assert phases == ({0, 1, 2, 3} if swapped else {0, 1}), phases  # play, give, take, lay
+    assert refused > 60 * B * 20
+
 def test_bad_construction():
     with pytest.raises(ValueError, match="num_games 0"):
         VectorGame("culo", 4, num_games=0)
