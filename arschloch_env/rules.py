@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import numbers
 import re
 from dataclasses import dataclass
@@ -220,10 +219,6 @@ class Rules:
     @cached_property
     def num_leftover(self) -> int:
         return self.deck_size - sum(self.hand_sizes)
-
-    @cached_property
-    def max_hand_size(self) -> int:
-        return math.ceil(self.deck_size / self.num_players)
 
     @cached_property
     def max_total(self) -> int:

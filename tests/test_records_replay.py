@@ -588,6 +588,40 @@ def test_replay_bad_deal_and_early_end(tmp_path):
     assert not res.ok and res.error_line is not None
 
 
+
+def test_replay_names_a_wrong_return_an_unknown_player_and_a_match_cut_short():
+    """Each fault is named as what it is. The engine would refuse most of these records
+    anyway, but a step later and in words about another move: a return of the wrong size
+    (the engine would wait for one more card, or take the extra one as the next give), a
+    return to the wrong seat, or a player not at the table. A match whose events stop
+    before the end (a list given to ``replay_match`` without its last events) names what
+    the rules go on with."""
+    g = random_match("culo", 4, 7)  # three rounds: exchanges from round 2 on
+    base = json.loads(json.dumps(g.events))
+    i = first(base, "exchange") + 1  # the President's return, after the Arschloch's gift
+    giver, taker = base[i]["from"], base[i]["to"]
+    assert base[i - 1] == {**base[i - 1], "from": taker, "to": giver}
+    count = len(base[i]["cards"])
+    other = next(f"player_{s}" for s in range(4) if f"player_{s}" not in (giver, taker))
+    j = first(base, "pass")
+    for line, edit, words in [
+        (i, lambda ev: ev[i].update(cards=ev[i]["cards"][:-1]),
+         f"{giver} must return exactly {count} card(s)"),
+        (i, lambda ev: ev[i].update(cards=ev[i]["cards"] + ev[i]["cards"][:1]),
+         f"{giver} must return exactly {count} card(s)"),
+        (i, lambda ev: ev[i].update(to=other), f"the return goes to {taker}, not {other}"),
+        (j, lambda ev: ev[j].update(player="player_7"),
+         "unknown player 'player_7' (players: player_0..player_3)"),
+    ]:
+        events = json.loads(json.dumps(base))
+        edit(events)
+        res = replay_match(list(enumerate(events, 1)))
+        assert not res.ok and res.error_line == line + 1 and words in res.error, res.error
+    res = replay_match(list(enumerate(base[:-3], 1)))
+    assert not res.ok and res.error_line == len(base) - 3
+    assert res.error.startswith("the record ends early; the rules continue with {'event': "), \
+        res.error
+
 @pytest.mark.parametrize("change,words", [
     (dict(cards=[7]), "card 7: expected two characters"),      # a number, not a card
     (dict(cards=7), "its 'cards' must be a list of 1 to 4 cards, got 7"),
