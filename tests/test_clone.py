@@ -235,20 +235,56 @@ def test_policy_file_keeps_its_rules_through_save_and_load(tmp_path):
 
 
 def test_a_partner_gets_its_own_agent_in_every_seat(monkeypatch):
-    """The partner is reset with its seat in each seat it takes, so no two seats share one."""
+    """The partner is reset with its seat in each seat it takes, so no two seats share one;
+    it takes 0 to half of the seats, so the teacher plays at least half of every table."""
     from agents import runner
+    from agents.random_agent import RandomAgent
     from train import clone
 
-    tables = []
+    tables, partners = [], []
     real = runner.reset_agents
 
     def spy(agents, rules, seed):
         tables.append(len({id(a) for a in agents}))
+        partners.append(sum(isinstance(a, RandomAgent) for a in agents))
         return real(agents, rules, seed)
 
     monkeypatch.setattr(clone, "reset_agents", spy)
-    clone._collect_part("greedy", "culo", 6, 400, seed=1, partner="random")
+    clone._collect_part("greedy", "culo", 6, 3000, seed=1, partner="random")
     assert tables and tables == [6] * len(tables)
+    assert set(partners) == {0, 1, 2, 3}, partners
+
+
+def test_held_out_agreement_is_the_written_clones_and_not_its_memory():
+    """The agreement ``fit`` reports is that of the network it returns (the clone written),
+    on held-out decisions with a choice only: recomputed here from the returned network on
+    the same split. Where the teacher's choices are noise the clone learns the training
+    decisions by heart and agrees with the held-out ones by chance only."""
+    from train.clone import fit
+    rng = np.random.default_rng(0)
+    N, D, A = 1200, 413, 49
+    obs = rng.standard_normal((N, D)).astype(np.float16)
+    mask = np.zeros((N, A), np.int8)
+    legal = np.stack([rng.choice(A, 4, replace=False) for _ in range(N)])
+    forced = rng.random(N) < 0.4  # a single legal action: agreement there says nothing
+    legal[forced, 1:] = legal[forced, :1]
+    for row, acts in enumerate(legal):
+        mask[row, acts] = 1
+    action = legal[np.arange(N), rng.integers(0, 4, N)]
+    data = Decisions(obs, mask, action)
+    mlp, agreement = fit(data, [128, 128], epochs=60, batch_size=64, seed=3, held_out=0.5,
+                         log=lambda _: None)
+    val = np.random.default_rng(3).permutation(N)[:N // 2]
+    choice = val[mask[val].sum(axis=1) > 1]
+    logits = np.where(mask[choice] == 1, mlp(obs[choice].astype(np.float32)), -np.inf)
+    # one near-tie may fall the other way in numpy's sums than in torch's
+    assert agreement == pytest.approx((logits.argmax(axis=1) == action[choice]).mean(),
+                                      abs=1.01 / len(choice))
+    assert agreement < 0.4, agreement  # chance: a quarter; by heart it would be near 1
+    train = np.random.default_rng(3).permutation(N)[N // 2:]
+    train = train[mask[train].sum(axis=1) > 1]
+    logits = np.where(mask[train] == 1, mlp(obs[train].astype(np.float32)), -np.inf)
+    assert (logits.argmax(axis=1) == action[train]).mean() > 0.9  # learned by heart
 
 
 def test_no_held_out_decision_with_a_choice_is_an_error_not_full_agreement(tmp_path):
