@@ -464,6 +464,41 @@ def test_the_baselines_play_as_when_the_figures_were_measured(preset, expert_ove
                                                                           abs=1e-12)
 
 
+
+def expert_decisions(preset: str, n: int, seeds: range) -> tuple[str, dict[str, int]]:
+    """A digest of every decision of expert and greedy (alternating seats) in whole matches,
+    and beside each the move of the public-information expert of mc's playouts
+    (``game_policy``), with the number of decisions per phase."""
+    import hashlib
+
+    from agents.expert import game_policy
+    from agents.runner import ask, reset_agents
+    h, phases = hashlib.sha256(), {}
+    for seed in seeds:
+        game = Game(make_rules(preset, n), seed=seed, auto_pass=True)
+        encoder = Encoder(game.R)
+        agents = [ExpertAgent() if s % 2 == 0 else GreedyAgent() for s in range(n)]
+        reset_agents(agents, game.rules.to_dict(), seed)
+        while not game.is_over:
+            phases[game.phase] = phases.get(game.phase, 0) + 1
+            action = ask(agents[game.current], game, encoder)
+            h.update(f"{action},{game_policy(game)};".encode())
+            game.step(action)
+    return h.hexdigest()[:16], phases
+
+
+@pytest.mark.parametrize("preset, n, digest", [("culo", 5, "d7aea27c18508322"),
+                                                ("culo", 3, "ba8a6ec8e741c81b"),
+                                                ("tavern", 4, "da6257c4fed4e406")])
+def test_the_baselines_play_whole_matches_as_when_the_figures_were_measured(preset, n, digest):
+    """The pin above plays single rounds: no exchange, no left-over swap, no titles. Whole
+    matches (culo at 5 players swaps left-over cards) pin every kind of decision, and mc's
+    playout policy beside them. A change shows here; update the digest only with the figures
+    measured again."""
+    got, phases = expert_decisions(preset, n, range(30))
+    assert set(phases) == ({PLAY, GIVE, TAKE, LAY} if preset == "culo" else {PLAY, GIVE})
+    assert got == digest, (got, phases)
+
 def test_play_match_takes_agent_specs():
     """Specs play as the agents they name: the same match as with those agents given."""
     specs = play_match("culo", ["expert", GreedyAgent(), "random", "greedy"], seed=3,
