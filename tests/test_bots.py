@@ -464,7 +464,6 @@ def test_the_baselines_play_as_when_the_figures_were_measured(preset, expert_ove
                                                                           abs=1e-12)
 
 
-
 def expert_decisions(preset: str, n: int, seeds: range) -> tuple[str, dict[str, int]]:
     """A digest of every decision of expert and greedy (alternating seats) in whole matches,
     and beside each the move of the public-information expert of mc's playouts
@@ -498,6 +497,7 @@ def test_the_baselines_play_whole_matches_as_when_the_figures_were_measured(pres
     got, phases = expert_decisions(preset, n, range(30))
     assert set(phases) == ({PLAY, GIVE, TAKE, LAY} if preset == "culo" else {PLAY, GIVE})
     assert got == digest, (got, phases)
+
 
 def test_play_match_takes_agent_specs():
     """Specs play as the agents they name: the same match as with those agents given."""
