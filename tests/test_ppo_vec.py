@@ -1007,19 +1007,19 @@ def test_shipped_ppo_vec_configs_load(monkeypatch):
 @pytest.mark.parametrize("override, message", [
     ("vec.bogus=1", "unknown config key(s) vec.bogus"),
     ("vec.num_games=0", "vec.num_games"),
-    ("vec.mix={current: -1}", "vec.mix"),
+    ("vec.mix={current: -1}", "vec.mix: {'current': -1.0} needs finite non-negative shares"),
     ("vec.mix={current: 1, greedy: .inf}", "vec.mix: {'current': 1.0, 'greedy': inf} needs "
                                            "finite non-negative shares"),
-    ("league.mix={current: .inf}", "league.mix"),
+    ("league.mix={current: .inf}", "league.mix: {'current': inf} needs finite non-negative"),
     ("vec.mix={snapshots: 1e308, greedy: 1e308}", "with a positive, finite sum"),
     ("vec.mix={current: 1, snapshot: 0}", "vec.mix: unknown agent spec 'snapshot'"),
     ("vec.mix={snapshot: 1}", "(a share of the mix may also name current, snapshots, random, "
                               "a policy file (.npz))"),
     ("league.mix={snapshots: 1}", "league.mix: not read by algo ppo-vec"),
     ("n_envs=8", "n_envs: not read by algo ppo-vec"),
-    ("algo=ppo-fast", "algo"),
+    ("algo=ppo-fast", "algo: 'ppo-fast' is not known; allowed: ppo, ppo-vec"),
     ("ppo.lr_final=fast", "ppo.lr_final: expected a number"),
-    ("ppo.lr_final=-1", "ppo.lr_final"),
+    ("ppo.lr_final=-1", "ppo.lr_final: -1.0 is not allowed; it must be greater than 0"),
 ])
 def test_vec_config_errors_name_the_key(override, message):
     with pytest.raises(ConfigError) as info:
