@@ -1008,6 +1008,9 @@ def test_shipped_ppo_vec_configs_load(monkeypatch):
     ("vec.bogus=1", "unknown config key(s) vec.bogus"),
     ("vec.num_games=0", "vec.num_games"),
     ("vec.mix={current: -1}", "vec.mix: {'current': -1.0} needs finite non-negative shares"),
+    # a positive sum does not make up for a negative share
+    ("vec.mix={current: 1, greedy: -0.5}", "vec.mix: {'current': 1.0, 'greedy': -0.5} needs "
+                                           "finite non-negative shares"),
     ("vec.mix={current: 1, greedy: .inf}", "vec.mix: {'current': 1.0, 'greedy': inf} needs "
                                            "finite non-negative shares"),
     ("league.mix={current: .inf}", "league.mix: {'current': inf} needs finite non-negative"),
@@ -1025,6 +1028,12 @@ def test_vec_config_errors_name_the_key(override, message):
     with pytest.raises(ConfigError) as info:
         load_config(CONFIGS[0], [override])
     assert message in str(info.value)
+
+
+def test_vec_config_needs_a_game_per_table_size():
+    with pytest.raises(ConfigError, match=r"^vec.num_games: 3 is fewer than one game per table "
+                                          r"size of players \[3, 4, 5, 6\]$"):
+        load_config(CONFIGS[0], ["players=[3,4,5,6]", "vec.num_games=3"])
 
 
 # -- a short real run -------------------------------------------------------------------------
