@@ -588,7 +588,6 @@ def test_replay_bad_deal_and_early_end(tmp_path):
     assert not res.ok and res.error_line is not None
 
 
-
 def test_replay_names_a_wrong_return_an_unknown_player_and_a_match_cut_short():
     """Each fault is named as what it is. The engine would refuse most of these records
     anyway, but a step later and in words about another move: a return of the wrong size
@@ -621,6 +620,7 @@ def test_replay_names_a_wrong_return_an_unknown_player_and_a_match_cut_short():
     assert not res.ok and res.error_line == len(base) - 3
     assert res.error.startswith("the record ends early; the rules continue with {'event': "), \
         res.error
+
 
 @pytest.mark.parametrize("change,words", [
     (dict(cards=[7]), "card 7: expected two characters"),      # a number, not a card

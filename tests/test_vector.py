@@ -429,7 +429,6 @@ def test_pair_error_message():
     assert " ".join(map(str, named)) == legal
 
 
-
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_step_refuses_exactly_what_the_mask_leaves_out(preset):
     """Every action id the mask leaves out is refused in every phase (an equal rank, a pass
@@ -458,6 +457,7 @@ def test_step_refuses_exactly_what_the_mask_leaves_out(preset):
     swapped = make_rules(preset, n).num_leftover > 0
     assert phases == ({0, 1, 2, 3} if swapped else {0, 1}), phases  # play, give, take, lay
     assert refused > 60 * B * 20
+
 
 def test_bad_construction():
     with pytest.raises(ValueError, match="num_games 0"):
