@@ -274,17 +274,18 @@ def test_held_out_agreement_is_the_written_clones_and_not_its_memory():
     data = Decisions(obs, mask, action)
     mlp, agreement = fit(data, [128, 128], epochs=60, batch_size=64, seed=3, held_out=0.5,
                          log=lambda _: None)
-    val = np.random.default_rng(3).permutation(N)[:N // 2]
-    choice = val[mask[val].sum(axis=1) > 1]
-    logits = np.where(mask[choice] == 1, mlp(obs[choice].astype(np.float32)), -np.inf)
+
+    def agreement_on(rows):  # over the rows with a choice; returns it and how many
+        rows = rows[mask[rows].sum(axis=1) > 1]
+        logits = np.where(mask[rows] == 1, mlp(obs[rows].astype(np.float32)), -np.inf)
+        return (logits.argmax(axis=1) == action[rows]).mean(), len(rows)
+
+    order = np.random.default_rng(3).permutation(N)  # fit's split: held out first
+    held_out, choices = agreement_on(order[:N // 2])
     # one near-tie may fall the other way in numpy's sums than in torch's
-    assert agreement == pytest.approx((logits.argmax(axis=1) == action[choice]).mean(),
-                                      abs=1.01 / len(choice))
+    assert agreement == pytest.approx(held_out, abs=1.01 / choices)
     assert agreement < 0.4, agreement  # chance: a quarter; by heart it would be near 1
-    train = np.random.default_rng(3).permutation(N)[N // 2:]
-    train = train[mask[train].sum(axis=1) > 1]
-    logits = np.where(mask[train] == 1, mlp(obs[train].astype(np.float32)), -np.inf)
-    assert (logits.argmax(axis=1) == action[train]).mean() > 0.9  # learned by heart
+    assert agreement_on(order[N // 2:])[0] > 0.9  # the training decisions, learned by heart
 
 
 def test_no_held_out_decision_with_a_choice_is_an_error_not_full_agreement(tmp_path):
