@@ -340,6 +340,49 @@ def test_mc_searches_the_setup_phases():
     assert a in searched[0]
 
 
+def test_mc_searches_whole_groups_and_single_cards_when_it_leads():
+    """A lead's candidates: each rank whole or one card of it (splitting a group otherwise
+    is never worth a playout), and the expert's own lead whatever it is."""
+    g = position("culo", [["7C", "8C", "8D", "8H", "9S", "KC", "KD"], ["9C", "QC"], ["9D", "QD"],
+                          ["9H", "QS"]], hidden_rest=True)
+    mc = MCAgent(budget=16, min_worlds=2)
+    searched = []
+    search = mc.search
+    mc.search = lambda k, cands, default: searched.append(cands) or search(k, cands, default)
+    act(mc, g)
+    whole_or_one = [g.codec.play(r, c) for r, c in ((0, 1), (1, 1), (1, 3), (2, 1), (6, 1),
+                                                     (6, 2))]
+    assert searched[0][:6] == whole_or_one and len(searched[0]) <= 7
+    # the same hand answering a single: every legal answer is a candidate
+    g = position("culo", [["7C", "8C", "8D", "8H", "9S", "KC", "KD"], ["9C", "QC"], ["9D", "QD"],
+                          ["9H", "QS"]], table=(["7S"], 3), hidden_rest=True)
+    searched.clear()
+    act(mc, g)
+    assert searched == [g.legal_actions()]
+
+
+def test_mc_remembers_the_card_it_lays_face_down():
+    """After its own lay in the left-over swap, mc knows where that card went, so that no
+    world deals it to another seat (as expert, :func:`agents.knowledge.Knowledge.note_action`)."""
+    rules = make_rules("culo", num_players=5, rounds=2)
+    mc = MCAgent(budget=4, min_worlds=1)
+    agents = [mc] + [ExpertAgent() for _ in range(4)]
+    laid = []
+    act_of = mc.act
+
+    def watched(observation, view):
+        action = act_of(observation, view)
+        if view["phase"] == "lay":
+            laid.append((next(m["move"] for m in view["legal"] if m["id"] == action).split()[1],
+                         {mc.knowledge.deck.names[c] for c in mc.knowledge.laid}))
+        return action
+
+    mc.act = watched
+    for seed in range(6):
+        play_match(rules, agents, seed=seed)
+    assert laid and all(card in known for card, known in laid)
+
+
 def _policy_top(bundle, observation, k):
     _, logits = bundle.policy(observation["observation"][None],
                               observation["action_mask"][None])

@@ -10,6 +10,7 @@ hand of top-rank cards only where that would already have been revealed.
 from __future__ import annotations
 
 import copy
+import random
 from collections import Counter
 
 import numpy as np
@@ -285,6 +286,60 @@ def test_a_world_shows_the_searching_seat_its_own_observation(preset, n):
             a = agent.act(obs, view)
             k.note_action(a)
             g.step(a)
+
+
+WORLD_FIELDS = ("hands", "sizes", "places", "active", "next_top", "next_bottom", "table_rank",
+                "table_count", "table_seat", "passed", "passes", "revealed", "face_down",
+                "face_up", "gone", "played", "top_alive", "titles", "totals", "current",
+                "phase", "to_give", "give_to", "tasks", "_swap_take")
+"""The engine state that decides the rest of a round, which a world copies from what the seat
+knows. (Not the other seats' given and received cards, nor the round's past plays: the seat
+never saw the first, and the rules read none of them.)"""
+
+
+def round_places_after(g: Game, rng: random.Random) -> tuple[list[tuple[list[int], int]],
+                                                                list[int]]:
+    """Plays ``g`` to the end of its round with uniform moves of ``rng``: ``(the legal moves
+    and the move of every step, the round's places)``."""
+    rounds, steps = g.rounds_done, []
+    while g.rounds_done == rounds:
+        legal = g.legal_actions()
+        steps.append((legal, legal[rng.randrange(len(legal))]))
+        g.step(steps[-1][1])
+    return steps, g.round_places[-1]
+
+
+@pytest.mark.parametrize("preset,n", [(p, n) for p in sorted(PRESETS) for n in (3, 4, 5, 6)])
+def test_a_world_dealt_the_true_hidden_cards_is_the_real_round(preset, n):
+    """mc scores its moves by the places of playouts in its worlds: a world dealt the real
+    hidden cards must hold the engine state of the real game (every field that decides the
+    rest of the round, the places already given and the next free ones among them) and
+    finish the round in the same places after the same moves, in every phase of it."""
+    rules = make_rules(preset, num_players=n, rounds=2)
+    template = _world_template(rules)
+    rng = random.Random(n)
+    phases = Counter()
+    for seed in range(3):
+        g = Game(rules, seed=seed, auto_pass=True)
+        knowledge = [Knowledge() for _ in range(n)]
+        for i, k in enumerate(knowledge):
+            k.reset(rules, i)
+        while not g.is_over:
+            s = g.current
+            k = knowledge[s].update(public_view(g, s))
+            world = build_world(template, k, *truth(g, k))
+            for name in WORLD_FIELDS:
+                assert getattr(world, name) == getattr(g, name), (name, seed, g.phase)
+            steps, places = round_places_after(g.clone(), random.Random(rng.random()))
+            for legal, move in steps:
+                assert world.legal_actions() == legal, (seed, g.phase, steps)
+                world.step(move)
+            assert world.last_places == places, (seed, g.phase, steps)
+            phases[g.phase, any(g.places)] += 1
+            action = rng.choice(g.legal_actions())
+            k.note_action(action)
+            g.step(action)
+    assert phases["play", True] and phases["play", False] and phases["give", False]
 
 
 class _Recorder:
