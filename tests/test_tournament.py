@@ -200,6 +200,9 @@ def test_summary_of_known_blocks_by_hand():
     assert (s.low, s.high) == (0, 1)  # 5/9 ± 1.04, cut to the scores there are
     assert res.metrics["field"]["score"].mean == pytest.approx((1 / 4 + 2 / 3 + 1 / 2) / 3)
     assert res.metrics["cand"]["president"].mean == pytest.approx(1 / 3)
+    assert res.metrics["cand"]["arschloch"].mean == pytest.approx(2 / 9)  # 0, 2/3, 0
+    # the field's two seats: one of them last in each game but the candidate's last places
+    assert res.metrics["field"]["arschloch"].mean == pytest.approx((1 / 2 + 1 / 6 + 1 / 2) / 3)
     assert res.metrics["cand"]["place"].mean == pytest.approx((1 + 8 / 3 + 2) / 3)
     assert res.metrics["cand"]["rank_points"].mean == pytest.approx(2 * 5 / 9)
     diff = res.paired[0]["metrics"]["score"]  # per block 3/4, -1/2, 0
@@ -247,6 +250,8 @@ def test_worker_processes_are_capped_at_the_usable_cores(monkeypatch):
     monkeypatch.setattr("train.tournament.default_jobs", lambda: 2)
     res = run_tournament("culo", ["greedy", "random"], deals=6, seed=11, jobs=64)
     assert res.run["jobs"] == 2
+    # and at the deals: a worker without a deal would only be started and stopped
+    assert run_tournament("culo", ["greedy", "random"], deals=1, seed=11, jobs=2).run["jobs"] == 1
     assert _figures(res) == _figures(run_tournament("culo", ["greedy", "random"], deals=6,
                                                     seed=11, jobs=1))
 
@@ -331,6 +336,9 @@ def test_bad_arguments_fail_before_any_game(tmp_path):
     spy = Spy()
     cases = [
         (dict(deals=0), "deals: 0 is not allowed"),
+        (dict(seed=-1), "seed: -1 is not allowed; it must be at least 0"),
+        # the field plays three seats: an object that cannot be copied fails before the first
+        (dict(bots=[spy, Uncopyable()]), "plays several seats, so every seat needs its own copy"),
         (dict(jobs=0), "jobs: 0 is not allowed"),
         (dict(mode="league"), "mode: 'league'"),
         (dict(bots=[spy, "no-such-bot"]), "unknown agent spec 'no-such-bot'"),
@@ -348,6 +356,23 @@ def test_bad_arguments_fail_before_any_game(tmp_path):
         with pytest.raises(TournamentError, match=message):
             run_tournament(**args)
     assert calls == []
+
+
+class Uncopyable(LowestAgent):
+    def __deepcopy__(self, memo):
+        raise TypeError("it holds a socket")
+
+
+@pytest.mark.parametrize("exitcode,says", [
+    (-9, "(killed by SIGKILL)"), (-200, "(killed by signal 200)"), (0, "(exit status 0)"),
+    (3, "(exit status 3)")])
+def test_a_dead_worker_is_said_to_have_exited_or_been_killed(exitcode, says):
+    from types import SimpleNamespace
+
+    from train.tournament import worker_died
+
+    message = str(worker_died(SimpleNamespace(exitcode=exitcode)))
+    assert message.startswith("a worker process playing the tournament's games ended " + says)
 
 
 def test_cli_smoke_writes_every_file_and_replayable_records(tmp_path):
