@@ -9,6 +9,7 @@ the seeds below are ones where seat 0 finishes round 1 in the place that the pha
 import json
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +66,43 @@ def test_moves_typed_as_cards_or_numbers():
             parse_move(word, view)
 
 
+def test_untyped_suits_are_the_lowest_ones_left():
+    hands = [[c if c != "TS" else "8S" for c in HANDS[0]], HANDS[1],
+             [c if c != "8S" else "TS" for c in HANDS[2]], HANDS[3]]
+    view = public_view(Game("culo", seed=0, deals=[(hands, [])], rounds=1), 0)
+    assert view["hand"][1:4] == ["8S", "8H", "8D"]  # the hand's order, lowest first
+    assert parse_move("8s 8", view) == (_id(view, "pair of 8s"), ["8S", "8H"])
+    assert parse_move("8 8h 8", view) == (_id(view, "triple of 8s"), ["8H", "8S", "8D"])
+
+
+def test_followed_hands_are_the_engines_through_swaps_exchanges_and_plays():
+    """The narrator follows every hand from the records (it shows the hand an only-top exit
+    reveals): whenever a card is to be played they are the cards the engine holds for each
+    seat. (A give is recorded once all its cards are given.)"""
+    import random
+
+    from arschloch_env.cards import mask_cards
+
+    for preset, n in (("culo", 5), ("culo", 6), ("tavern", 4)):
+        game, rng = Game(preset, num_players=n, seed=n, record=True, auto_pass=True), \
+            random.Random(n)
+        hands, seen, kinds = {}, 0, Counter()
+        while not game.is_over:
+            game.step(rng.choice(game.legal_actions()))
+            for event in game.events[seen:]:
+                follow_hands(hands, event)
+                kinds[event["event"]] += 1
+            seen = len(game.events)
+            if game.phase != "play":
+                continue
+            order = game.rules.rank_order
+            for s in range(n):
+                held = [c for r, m in enumerate(game.hands[s]) for c in mask_cards(order[r], m)]
+                assert sorted(hands[f"player_{s}"]) == sorted(held), (preset, s)
+        assert kinds["exchange"] and kinds["play"] and kinds["out"]
+        assert kinds["leftover_swap"] or preset == "tavern"
+
+
 @pytest.mark.parametrize("text,message", [
     ("pass", "you lead this trick, so you cannot pass"),
     ("zz", "'zz' is not understood"),
@@ -79,6 +117,11 @@ def test_moves_typed_as_cards_or_numbers():
     ("8h 8h", "typed twice"),
     ("8", "'8' is ambiguous: type '#8' for move 8 (pair of aces), or '8h' for a single 8"),
     ("#12", "there is no move 12; the moves are numbered 1 to 8"),
+    ("#123", "there is no move 123; the moves are numbered 1 to 8"),
+    ("#0", "there is no move 0; the moves are numbered 1 to 8"),  # not the last one
+    ("0", "there is no move 0; the moves are numbered 1 to 8"),
+    ("8 p", "'p' goes on a line of its own"),
+    ("8 quit", "'quit' goes on a line of its own"),
     ("7", "'7' is ambiguous: type '#7' for move 7 (single ace), or '7c' for a single 7"),
     ("k k k k k", "at most 4 cards"),
     ("kings", "'kings' is not understood"),  # not the king of spades
