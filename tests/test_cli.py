@@ -138,6 +138,27 @@ def test_simulate_is_deterministic_by_seed(tmp_path, record):
     assert again.read_text() == record.read_text()
 
 
+def test_simulate_sums_up_every_seat_as_its_record_says(tmp_path):
+    """The table after the matches: per seat its mean place and rank points per round, its
+    President and Arschloch shares of the rounds, and its match wins (a tie shared)."""
+    path = tmp_path / "s.jsonl"
+    res = ok(cli("simulate", "--rules", "tavern", "--matches", "6", "--seed", "1", "--set",
+                 "rounds=2", "--agents", "greedy", "random", "expert", "random", "--record",
+                 str(path)))
+    events = events_of(path)
+    rounds = [e["places"] for e in events if e["event"] == "round_end"]
+    winners = [e["winners"] for e in events if e["event"] == "match_end"]
+    assert len(rounds) == 12 and max(map(len, winners)) > 1
+    rows = {line.split()[0]: line.split()[2:] for line in res.stdout.splitlines()
+            if line.startswith("player_")}
+    for p in ("player_0", "player_1", "player_2", "player_3"):
+        places = [r[p] for r in rounds]
+        wins = sum(1 / len(w) for w in winners if p in w)
+        assert rows[p] == [f"{sum(places) / 12:.2f}", f"{sum(4 - x for x in places) / 12:.2f}",
+                           f"{places.count(1) / 12:.1%}", f"{places.count(4) / 12:.1%}",
+                           f"{wins:.1f}"], p
+
+
 def test_simulate_tavern_one_agent_for_all(tmp_path):
     path = tmp_path / "t.jsonl"
     res = ok(cli("simulate", "--rules", "tavern", "--players", "5", "--matches", "2",
