@@ -201,7 +201,7 @@ def test_summary_of_known_blocks_by_hand():
     assert res.metrics["field"]["score"].mean == pytest.approx((1 / 4 + 2 / 3 + 1 / 2) / 3)
     assert res.metrics["cand"]["president"].mean == pytest.approx(1 / 3)
     assert res.metrics["cand"]["arschloch"].mean == pytest.approx(2 / 9)  # 0, 2/3, 0
-    # the field's two seats: one of them last in each game but the candidate's last places
+    # the field's two seats: half of them last in a game, none where the candidate was last
     assert res.metrics["field"]["arschloch"].mean == pytest.approx((1 / 2 + 1 / 6 + 1 / 2) / 3)
     assert res.metrics["cand"]["place"].mean == pytest.approx((1 + 8 / 3 + 2) / 3)
     assert res.metrics["cand"]["rank_points"].mean == pytest.approx(2 * 5 / 9)
@@ -325,6 +325,11 @@ def test_no_plots_leaves_alone_a_folder_where_a_plot_would_go(tmp_path):
     assert (out / "score.png").is_dir() and (out / "results.json").is_file()
 
 
+class Uncopyable(LowestAgent):
+    def __deepcopy__(self, memo):
+        raise TypeError("it holds a socket")
+
+
 def test_bad_arguments_fail_before_any_game(tmp_path):
     calls = []
 
@@ -356,11 +361,6 @@ def test_bad_arguments_fail_before_any_game(tmp_path):
         with pytest.raises(TournamentError, match=message):
             run_tournament(**args)
     assert calls == []
-
-
-class Uncopyable(LowestAgent):
-    def __deepcopy__(self, memo):
-        raise TypeError("it holds a socket")
 
 
 @pytest.mark.parametrize("exitcode,says", [
