@@ -341,8 +341,8 @@ def test_mc_searches_the_setup_phases():
 
 
 def test_mc_searches_whole_groups_and_single_cards_when_it_leads():
-    """A lead's candidates: each rank whole or one card of it (splitting a group otherwise
-    is never worth a playout), and the expert's own lead whatever it is."""
+    """A lead's candidates: each rank whole or one card of it (the other splits of a group
+    are not searched), and the expert's own lead whatever it is."""
     g = position("culo", [["7C", "8C", "8D", "8H", "9S", "KC", "KD"], ["9C", "QC"], ["9D", "QD"],
                           ["9H", "QS"]], hidden_rest=True)
     mc = MCAgent(budget=16, min_worlds=2)
@@ -363,7 +363,7 @@ def test_mc_searches_whole_groups_and_single_cards_when_it_leads():
 
 def test_mc_remembers_the_card_it_lays_face_down():
     """After its own lay in the left-over swap, mc knows where that card went, so that no
-    world deals it to another seat (as expert, :func:`agents.knowledge.Knowledge.note_action`)."""
+    world deals it to another seat (:meth:`agents.knowledge.Knowledge.note_action`)."""
     rules = make_rules("culo", num_players=5, rounds=2)
     mc = MCAgent(budget=4, min_worlds=1)
     agents = [mc] + [ExpertAgent() for _ in range(4)]

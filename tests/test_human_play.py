@@ -84,8 +84,8 @@ def test_followed_hands_are_the_engines_through_swaps_exchanges_and_plays():
     from arschloch_env.cards import mask_cards
 
     for preset, n in (("culo", 5), ("culo", 6), ("tavern", 4)):
-        game, rng = Game(preset, num_players=n, seed=n, record=True, auto_pass=True), \
-            random.Random(n)
+        game = Game(preset, num_players=n, seed=n, record=True, auto_pass=True)
+        rng = random.Random(n)
         hands, seen, kinds = {}, 0, Counter()
         while not game.is_over:
             game.step(rng.choice(game.legal_actions()))
