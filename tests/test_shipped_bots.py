@@ -307,6 +307,18 @@ def test_bundle_act_checks_the_views_rules_where_reset_was_never_called():
         bot.act(env.last()[0], env.view())
 
 
+def test_a_bundle_refusing_the_rules_at_reset_says_so_as_the_bundles_error():
+    """play_match resets every agent first: a bundle given rules it was not trained for
+    raises its own BundleError (the commands print it as a usage error), not a failure of
+    the agent with a traceback."""
+    from agents.bundle import BundleError
+    from agents.runner import play_match
+
+    bundle = str(ROOT / "bots" / "ppo_vec_culo_expert")
+    with pytest.raises(BundleError, match=r"trained for preset\(s\) \['culo'.*not 'tavern'"):
+        play_match("tavern", [bundle, "random", "random", "random"], seed=0)
+
+
 def test_bundle_takes_a_rules_object_and_names_a_bare_vector():
     from agents.bundle import BundleError, load_bundle
     from arschloch_env.engine import Game
