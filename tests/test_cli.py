@@ -675,6 +675,15 @@ def test_record_never_overwrites_an_input(tmp_path, command):
         assert record.read_bytes() == before
 
 
+def test_a_record_may_take_the_name_of_a_preset_or_a_built_in_bot(tmp_path):
+    """A preset's or a built-in bot's name is no input file: a record named so is written,
+    not refused as the overwrite of an input."""
+    for name in ("culo", "random"):
+        ok(cli("simulate", "--rules", "culo", "--matches", "1", "--agents", "random",
+               "--record", name, cwd=tmp_path))
+        assert '"match_end"' in (tmp_path / name).read_text()
+
+
 def test_simulate_ctrl_c_exits_130_with_the_record_and_summary_agreeing(tmp_path):
     from conftest import interrupt_while_recording
 
