@@ -4,6 +4,7 @@ Ctrl-C, and records that replay."""
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -15,7 +16,7 @@ import pytest
 from arschloch_env.cli import main as cli_main
 from arschloch_env.records import read_matches
 from arschloch_env.rules import make_rules
-from train.report import FILES, csv_text, headline, text_report
+from train.report import FILES, csv_text, headline, markdown_report, text_report
 from train.tournament import (
     TournamentError, plan_table, run_tournament, seatings_of, summarise,
 )
@@ -217,6 +218,14 @@ def test_summary_of_known_blocks_by_hand():
     # in [0, 2]
     assert "rank pts/round +0.167 [-2.000, +2.000]\n" in text_report(res) + "\n"  # no star
     assert "bot,cand,score,0.5555555555555556," in csv_text(res)
+    assert "note: 3 deal(s); with fewer than 30 the intervals cover somewhat less than 95%" \
+        in text_report(res)
+    nothing = summarise([], rules=rules, rules_given=rules, mode="duplicate", seatings="all",
+                        seed=0, deals=3, bots=["cand", "field"], labels=["cand", "field"],
+                        table=[0, 1, 1], seat_orders=orders, complete=False)
+    assert text_report(nothing).splitlines()[1:] == ["no deal finished: nothing to report"]
+    assert "\n- none\n" in markdown_report(nothing)  # no paired difference
+    assert "| cand | - | - | - |" in markdown_report(nothing)  # no score in any seat
 
 
 # -- playing tournaments ----------------------------------------------------------------------
@@ -271,10 +280,17 @@ def test_session_mode_plays_whole_matches_and_mixed_tables():
 def test_reports_rank_the_bots_and_label_every_column():
     """The table best bot first, match wins as a percentage, places numbered from 1, the
     OpenSkill rows in the CSV, and a star for a difference significantly below 0 too."""
-    from train.report import markdown_report, markdown_table
+    from train.report import markdown_table
     res = run_tournament("culo", ["random", "greedy"], deals=30, seed=0, jobs=1)
     rows = [r for r in markdown_table(res).splitlines()[2:]]
     assert [r.split("|")[1].strip() for r in rows] == ["greedy", "random"]
+    head = [c.strip() for c in markdown_table(res).splitlines()[0].split("|")]
+    for row in rows:  # rates as percentages, places to two digits, the rest to three
+        cells = dict(zip(head, (c.strip() for c in row.split("|"))))
+        assert re.fullmatch(r"\d+\.\d% ± \d+\.\d%", cells["President"]), row
+        assert re.fullmatch(r"\d+\.\d% ± \d+\.\d%", cells["Arschloch"]), row
+        assert re.fullmatch(r"\d\.\d\d ± \d\.\d\d", cells["mean place"]), row
+        assert re.fullmatch(r"\d\.\d{3} ± \d\.\d{3}", cells["score"]), row
     assert "| bot | 1 | 2 | 3 | 4 |" in markdown_report(res)
     assert markdown_report(res).startswith("# Tournament: culo, 4 players, duplicate mode")
     house = run_tournament("tavern", ["random", "greedy"], deals=1, seed=0, jobs=1,
@@ -289,6 +305,7 @@ def test_reports_rank_the_bots_and_label_every_column():
                                    jobs=1)).startswith("culo, 4 players, duplicate")
     assert headline(run_tournament(three, ["random", "greedy"], deals=1, seed=0, jobs=1,
                                    mode="session")).startswith("culo (rounds=3), 4 players")
+    assert "note:" not in text_report(res)  # 30 deals: enough for the intervals
     csv = csv_text(res)
     assert all(f"bot,{b},openskill_{k}," in csv for b in ("greedy", "random")
                for k in ("mu", "sigma", "ordinal"))
