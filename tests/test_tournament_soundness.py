@@ -258,6 +258,29 @@ def test_evaluate_fields_with_one_deal_has_no_interval_rather_than_a_crash():
     assert out["advantage_ci_high"] is None
 
 
+def test_evaluate_fields_reports_the_tournament_of_its_greedy_policy_over_par():
+    """Per field: the figures of the duplicate tournament of the policy's most likely moves,
+    the advantage and its interval shifted by par (1 at 3 players)."""
+    from agents.mlp import MLP, MLPAgent
+    from train.evaluate import evaluate_fields
+
+    mlp = MLP.load(ROOT / "bots" / "expert_clone_culo.npz")
+    rules = make_rules("culo", 3)
+    out = evaluate_fields(mlp, rules, ["greedy", "random"], deals=12, seed=5)
+    assert list(out) == ["greedy", "random"]
+    for field, got in out.items():
+        res = run_tournament(rules, [MLPAgent(mlp, sample=False, name="policy"), field],
+                             deals=12, seed=5, jobs=1)
+        m = res.metrics["policy"]
+        rp = m["rank_points"]
+        assert got == {"deals": 12, "rank_points": rp.mean, "ci_low": rp.low,
+                       "ci_high": rp.high, "advantage": rp.mean - 1,
+                       "advantage_ci_low": rp.low - 1, "advantage_ci_high": rp.high - 1,
+                       "president_rate": m["president"].mean,
+                       "arschloch_rate": m["arschloch"].mean}
+        assert m["president"].mean != m["arschloch"].mean
+
+
 def _evaluate_bot():
     spec = importlib.util.spec_from_file_location("evaluate_bot",
                                                   ROOT / "scripts" / "evaluate_bot.py")
