@@ -801,17 +801,20 @@ def test_duplicate_mode_takes_a_single_round_asked_for_and_session_any_length():
 def test_a_match_length_in_a_rules_file_is_noted_as_not_played(tmp_path):
     """Duplicate mode plays one round per deal; a rules file asking for another match length
     than its preset's is said to be left unplayed (the preset's own, as in a run's rules.json,
-    asks for nothing)."""
-    for name, text, note in (
-            ("r3.yaml", "preset: tavern\nrounds: 3\n", "note: the rules' rounds=3 was not played"),
-            ("t20.yaml", "preset: culo-points\ntarget_points: 20\n",
+    asks for nothing), and session mode plays it."""
+    for name, text, mode, note in (
+            ("r3.yaml", "preset: tavern\nrounds: 3\n", "duplicate",
+             "note: the rules' rounds=3 was not played"),
+            ("t20.yaml", "preset: culo-points\ntarget_points: 20\n", "duplicate",
              "note: the rules' target_points=20 was not played"),
-            ("run.yaml", "preset: culo\nrounds: 5\n", None),
-            ("one.yaml", "preset: tavern\nrounds: 1\n", None)):  # the round it plays
+            ("run.yaml", "preset: culo\nrounds: 5\n", "duplicate", None),
+            ("one.yaml", "preset: tavern\nrounds: 1\n", "duplicate", None),  # the round it plays
+            ("s3.yaml", "preset: tavern\nrounds: 3\n", "session", None)):
         (tmp_path / name).write_text(text)
         proc = subprocess.run(
             [EXE, "tournament", "--rules", str(tmp_path / name), "--bots", "greedy", "random",
-             "--deals", "1", "--jobs", "1", "--out", str(tmp_path / name[:-5]), "--no-plots"],
+             "--deals", "1", "--jobs", "1", "--out", str(tmp_path / name[:-5]), "--no-plots",
+             "--mode", mode],
             capture_output=True, text=True, env=_env(), timeout=60, cwd=ROOT)
         assert proc.returncode == 0, proc.stderr
         assert (note in proc.stderr) if note else "note:" not in proc.stderr, proc.stderr
