@@ -5,6 +5,7 @@ and the evaluation script's input checks."""
 import importlib.util
 import json
 import re
+import signal
 import time
 from collections import Counter
 from pathlib import Path
@@ -279,6 +280,20 @@ def test_evaluate_fields_reports_the_tournament_of_its_greedy_policy_over_par():
                        "president_rate": m["president"].mean,
                        "arschloch_rate": m["arschloch"].mean}
         assert m["president"].mean != m["arschloch"].mean
+
+
+def test_an_evaluation_stopped_by_ctrl_c_stops_the_training_too(monkeypatch):
+    """The tournament keeps what finished at Ctrl-C and returns; an evaluation raises
+    KeyboardInterrupt instead of logging a partial one as the policy's figures."""
+    from agents.mlp import MLP
+    from train.evaluate import evaluate_fields
+
+    play = tournament.BlockPlayer.play
+    monkeypatch.setattr(tournament.BlockPlayer, "play", lambda self, d, stop=None: (
+        signal.raise_signal(signal.SIGINT) if d == 2 else None) or play(self, d, stop))
+    mlp = MLP.load(ROOT / "bots" / "expert_clone_culo.npz")
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_fields(mlp, make_rules("culo", 4), ["random"], deals=6, seed=0)
 
 
 def _evaluate_bot():
