@@ -41,7 +41,8 @@ def test_an_mlp_agent_plays_its_best_legal_move_or_samples_its_softmax():
     mask = np.array([0, 1, 1, 0], np.int8)
     assert masked_choice(logits, mask, None) == 2
     uneven = np.array([50.0, 0.0, np.log(3.0), -50.0], np.float32)
-    draws = [masked_choice(uneven, mask, rng) for rng in [np.random.default_rng(0)] * 4000]
+    rng = np.random.default_rng(0)
+    draws = [masked_choice(uneven, mask, rng) for _ in range(4000)]  # illegal ones never
     assert set(draws) == {1, 2} and abs(draws.count(2) / 4000 - 0.75) < 0.03
     agent = MLPAgent(MLP([(np.eye(4), np.zeros(4))], "tanh"))
     observation = {"observation": np.zeros(4, np.float32), "action_mask": np.ones(4, np.int8)}

@@ -294,7 +294,7 @@ WORLD_FIELDS = ("hands", "sizes", "places", "active", "next_top", "next_bottom",
                 "phase", "to_give", "give_to", "tasks", "_swap_take")
 """The engine state that decides the rest of a round, which a world copies from what the seat
 knows. (Not the other seats' given and received cards, nor the round's past plays: the seat
-never saw the first, and the rules read none of them.)"""
+never saw the first, and the engine's moves read none of them.)"""
 
 
 def round_places_after(g: Game, rng: random.Random) -> tuple[list[tuple[list[int], int]],

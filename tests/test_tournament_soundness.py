@@ -279,7 +279,7 @@ def test_evaluate_fields_reports_the_tournament_of_its_greedy_policy_over_par():
                        "advantage_ci_low": rp.low - 1, "advantage_ci_high": rp.high - 1,
                        "president_rate": m["president"].mean,
                        "arschloch_rate": m["arschloch"].mean}
-        assert m["president"].mean != m["arschloch"].mean
+        assert m["president"].mean != m["arschloch"].mean  # the two rates told apart
 
 
 def test_an_evaluation_stopped_by_ctrl_c_stops_the_training_too(monkeypatch):
@@ -289,8 +289,13 @@ def test_an_evaluation_stopped_by_ctrl_c_stops_the_training_too(monkeypatch):
     from train.evaluate import evaluate_fields
 
     play = tournament.BlockPlayer.play
-    monkeypatch.setattr(tournament.BlockPlayer, "play", lambda self, d, stop=None: (
-        signal.raise_signal(signal.SIGINT) if d == 2 else None) or play(self, d, stop))
+
+    def play_with_ctrl_c(self, d, stop=None):
+        if d == 2:  # Ctrl-C as the third deal starts
+            signal.raise_signal(signal.SIGINT)
+        return play(self, d, stop)
+
+    monkeypatch.setattr(tournament.BlockPlayer, "play", play_with_ctrl_c)
     mlp = MLP.load(ROOT / "bots" / "expert_clone_culo.npz")
     with pytest.raises(KeyboardInterrupt):
         evaluate_fields(mlp, make_rules("culo", 4), ["random"], deals=6, seed=0)
