@@ -17,6 +17,7 @@ from arschloch_env.cli import main as cli_main
 from arschloch_env.records import read_matches
 from arschloch_env.rules import make_rules
 from train.report import FILES, csv_text, headline, markdown_report, text_report
+from train.stats import openskill_ratings
 from train.tournament import (
     TournamentError, plan_table, run_tournament, seatings_of, summarise,
 )
@@ -226,6 +227,9 @@ def test_summary_of_known_blocks_by_hand():
     assert text_report(nothing).splitlines()[1:] == ["no deal finished: nothing to report"]
     assert "\n- none\n" in markdown_report(nothing)  # no paired difference
     assert "| cand | - | - | - |" in markdown_report(nothing)  # no score in any seat
+    # OpenSkill rates the rounds in deal order, whatever order the blocks came in
+    rounds = [(tuple(g["seating"]), g["rounds"][0]) for b in blocks for g in b["games"]]
+    assert res.openskill == dict(zip(["cand", "field"], openskill_ratings(rounds, 2)))
 
 
 # -- playing tournaments ----------------------------------------------------------------------
@@ -488,6 +492,17 @@ def test_an_interrupted_session_tournament_counts_sessions(tmp_path, capsys):
                      "--no-progress"])
     assert code == 130
     assert "of 40 session(s) finished" in capsys.readouterr().err
+
+
+def test_ctrl_c_before_the_first_game_ends_says_no_record_was_written(tmp_path, capsys):
+    CtrlCAgent.moves = 199  # Ctrl-C in its first move
+    rec = tmp_path / "games.jsonl"
+    code = cli_main(["tournament", "--bots", "test_tournament:CtrlCAgent", "random", "--deals",
+                     "3", "--jobs", "1", "--out", str(tmp_path / "out"), "--no-plots",
+                     "--no-progress", "--record", str(rec)])
+    out, err = capsys.readouterr()
+    assert code == 130 and "0 of 3 deal(s) finished; nothing to write" in err
+    assert f"record: none written to {rec} (no game finished)" in out and not rec.exists()
 
 
 def test_a_bot_raising_ctrl_c_in_a_worker_stops_the_tournament(tmp_path):
