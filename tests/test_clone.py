@@ -31,29 +31,6 @@ def greedy_clone(tmp_path_factory):
     return out, agreement
 
 
-def test_an_mlp_agent_plays_its_best_legal_move_or_samples_its_softmax():
-    """A numpy policy (a league snapshot, an evaluated checkpoint) takes its most likely legal
-    move, told apart from a near tie, or samples the softmax of its legal logits, by the seed
-    of its reset."""
-    from agents.mlp import MLPAgent, masked_choice
-
-    logits = np.array([5.0, 3.0001, 3.0002, 9.0], np.float32)
-    mask = np.array([0, 1, 1, 0], np.int8)
-    assert masked_choice(logits, mask, None) == 2
-    uneven = np.array([50.0, 0.0, np.log(3.0), -50.0], np.float32)
-    rng = np.random.default_rng(0)
-    draws = [masked_choice(uneven, mask, rng) for _ in range(4000)]  # illegal ones never
-    assert set(draws) == {1, 2} and abs(draws.count(2) / 4000 - 0.75) < 0.03
-    agent = MLPAgent(MLP([(np.eye(4), np.zeros(4))], "tanh"))
-    observation = {"observation": np.zeros(4, np.float32), "action_mask": np.ones(4, np.int8)}
-
-    def moves(seed):
-        agent.reset({}, 0, seed)
-        return [agent.act(observation, None) for _ in range(40)]
-
-    assert moves(1) == moves(1) != moves(2)
-
-
 def test_collect_records_only_the_teacher():
     data = collect("greedy", "culo", [4], 500, seed=3, partner="random")
     assert len(data) >= 500 and data.obs.dtype == np.float16

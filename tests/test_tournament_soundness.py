@@ -248,6 +248,29 @@ def test_default_out_of_two_runs_in_one_second_do_not_collide(tmp_path, monkeypa
 
 # -- the evaluation of a policy and of a bundle -----------------------------------------------
 
+def test_an_mlp_agent_plays_its_best_legal_move_or_samples_its_softmax():
+    """A numpy policy (a league snapshot, an evaluated checkpoint) takes its most likely legal
+    move, told apart from a near tie, or samples the softmax of its legal logits, by the seed
+    of its reset."""
+    from agents.mlp import MLP, MLPAgent, masked_choice
+
+    logits = np.array([5.0, 3.0001, 3.0002, 9.0], np.float32)
+    mask = np.array([0, 1, 1, 0], np.int8)
+    assert masked_choice(logits, mask, None) == 2
+    uneven = np.array([50.0, 0.0, np.log(3.0), -50.0], np.float32)
+    rng = np.random.default_rng(0)
+    draws = [masked_choice(uneven, mask, rng) for _ in range(4000)]  # illegal ones never
+    assert set(draws) == {1, 2} and abs(draws.count(2) / 4000 - 0.75) < 0.03
+    agent = MLPAgent(MLP([(np.eye(4), np.zeros(4))], "tanh"))
+    observation = {"observation": np.zeros(4, np.float32), "action_mask": np.ones(4, np.int8)}
+
+    def moves(seed):
+        agent.reset({}, 0, seed)
+        return [agent.act(observation, None) for _ in range(40)]
+
+    assert moves(1) == moves(1) != moves(2)
+
+
 def test_evaluate_fields_with_one_deal_has_no_interval_rather_than_a_crash():
     from agents.mlp import MLP
     from train.evaluate import evaluate_fields
