@@ -364,10 +364,12 @@ class BundleAgent:
         action, logits = self.session.run(["action", "logits"], {
             "observation": x, "action_mask": legal})
         # finite values far beyond any observation's overflow the logits to NaN, where the
-        # graph's ArgMax would pick an action whatever the mask says
+        # graph's ArgMax picks action 0 whatever the mask says; a pass is legal in many
+        # rows, so the legal logits themselves are checked
         chosen = legal[np.arange(len(action)), np.maximum(action, 0)] != 0
-        if not (chosen & (action >= 0)).all():
-            rows = np.flatnonzero(~(chosen & (action >= 0)))
+        finite = np.isfinite(np.where(legal != 0, logits, 0.0)).all(axis=1)
+        if not (chosen & (action >= 0) & finite).all():
+            rows = np.flatnonzero(~(chosen & (action >= 0) & finite))
             raise BundleError(f"bundle {str(self.path)!r}: the policy has no finite logits for "
                               f"observation row(s) {rows[:5].tolist()} (their values reach "
                               f"{np.abs(x[rows]).max():.3g}, far beyond any observation's)")

@@ -234,6 +234,10 @@ def test_bundle_act_refuses_a_batch_and_policy_a_row_it_has_no_logits_for():
     far[0] = 3e38  # finite, and the logits overflow to NaN
     with pytest.raises(BundleError, match=r"no finite logits for observation row\(s\) \[1\]"):
         bot.policy(np.stack([obs["observation"], far]), batch["action_mask"])
+    passing = batch["action_mask"].copy()
+    passing[:, 0] = 1  # the graph's "no action" must not read as action 0 where that is legal
+    with pytest.raises(BundleError, match=r"no finite logits for observation row\(s\) \[1\]"):
+        bot.policy(np.stack([obs["observation"], far]), passing)
 
 
 def test_bundle_policy_needs_one_mask_per_observation():
@@ -317,6 +321,17 @@ def test_a_bundle_refusing_the_rules_at_reset_says_so_as_the_bundles_error():
     bundle = str(ROOT / "bots" / "ppo_vec_culo_expert")
     with pytest.raises(BundleError, match=r"trained for preset\(s\) \['culo'.*not 'tavern'"):
         play_match("tavern", [bundle, "random", "random", "random"], seed=0)
+
+
+def test_a_bundle_refuses_a_table_size_it_was_not_trained_for():
+    from agents.bundle import BundleError, check_rules, load_bundle
+    from arschloch_env.rules import make_rules
+
+    bot = load_bundle(ROOT / "bots" / "ppo_culo_4p")
+    assert bot.manifest["players"] == [4] and bot.supports(make_rules("culo", 4).to_dict())
+    with pytest.raises(BundleError, match=r"trained for \[4\] players, not 5"):
+        check_rules(bot.manifest, make_rules("culo", 5))
+    assert not bot.supports(make_rules("culo", 5).to_dict())
 
 
 def test_bundle_takes_a_rules_object_and_names_a_bare_vector():
@@ -525,6 +540,8 @@ def test_bundle_scales_the_totals_of_matches_longer_than_it_trained_for():
     bot = load_bundle(ROOT / "bots" / "ppo_vec_tavern_multi")
     for n in (3, 6):
         assert totals_scale(bot.manifest, make_rules("tavern", num_players=n).to_dict()) == 1
+        short = make_rules("tavern", num_players=n, rounds=2).to_dict()
+        assert totals_scale(bot.manifest, short) == 1  # never scaled up
         long = make_rules("tavern", num_players=n, rounds=60).to_dict()
         assert totals_scale(bot.manifest, long) == pytest.approx(5 / 60)
     # culo_expert's own rules are single rounds (its second stage); its preset's five
