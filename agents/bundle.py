@@ -364,8 +364,8 @@ class BundleAgent:
         action, logits = self.session.run(["action", "logits"], {
             "observation": x, "action_mask": legal})
         # finite values far beyond any observation's overflow the logits to NaN, where the
-        # graph's ArgMax picks action 0 whatever the mask says; a pass is legal in many
-        # rows, so the legal logits themselves are checked
+        # ArgMax of a graph exported before the graph checked them names an action, legal or
+        # not (a pass, legal in most answers; a legal lead): the legal logits are checked
         chosen = legal[np.arange(len(action)), np.maximum(action, 0)] != 0
         finite = np.isfinite(np.where(legal != 0, logits, 0.0)).all(axis=1)
         if not (chosen & (action >= 0) & finite).all():
