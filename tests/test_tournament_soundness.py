@@ -491,6 +491,30 @@ def test_evaluate_bot_calls_a_figure_the_same_in_every_deal_no_interval():
            "no interval) | no |" in table
 
 
+def test_evaluate_bot_meets_a_goal_at_its_threshold_and_not_below():
+    """Each goal of the issue is met at its threshold (>=), not a hair below; the paired goal
+    is the bot's margin over expert against expert's over greedy, and mc's must exclude 0.
+    (Par 0 keeps the thresholds exact in binary.)"""
+    module = _evaluate_bot()
+
+    def estimate(mean, low):
+        return {"mean": mean, "low": low, "high": mean + 1, "half_width": 1.0, "sd": 0.5,
+                "n": 100}
+
+    def verdicts(over, low, gap, step, mc_low, par=0.0):
+        rows = {"expert": {"bot": estimate(par + over, par + low), "par": par,
+                           "paired": estimate(gap, 0)},
+                "mc": {"paired": estimate(0.1, mc_low)}}
+        table = module.goals(4, rows, {"paired": estimate(step, 0)})
+        return [line.rsplit("|", 2)[1].strip() for line in table.splitlines()[2:]]
+
+    assert verdicts(0.25, 0.20, 0.52, 0.52, 0.001) == ["yes"] * 4
+    assert verdicts(0.2499, 0.1999, 0.5199, 0.52, 0.0) == ["no"] * 4
+    assert verdicts(0.25, 0.1999, 0.53, 0.52, -0.01) == ["yes", "no", "yes", "no"]
+    # at 4 players par is 1.5: the bounds are taken over it
+    assert verdicts(0.25, 0.125, 0.53, 0.52, 0.001, par=1.5) == ["yes", "no", "yes", "yes"]
+
+
 def test_reports_name_the_confidence_level_as_given():
     """A level of 0.995 was reported as a '100% CI' (and 0.975 as '98%')."""
     from train.report import headline, level_text, markdown_report, text_report
