@@ -367,9 +367,9 @@ class BundleAgent:
         # ArgMax of a graph exported before the graph checked them names an action, legal or
         # not (a pass, legal in most answers; a legal lead): the legal logits are checked
         chosen = legal[np.arange(len(action)), np.maximum(action, 0)] != 0
-        finite = np.isfinite(np.where(legal != 0, logits, 0.0)).all(axis=1)
-        if not (chosen & (action >= 0) & finite).all():
-            rows = np.flatnonzero(~(chosen & (action >= 0) & finite))
+        answered = chosen & (action >= 0) & np.isfinite(np.where(legal != 0, logits, 0.0)).all(1)
+        if not answered.all():
+            rows = np.flatnonzero(~answered)
             raise BundleError(f"bundle {str(self.path)!r}: the policy has no finite logits for "
                               f"observation row(s) {rows[:5].tolist()} (their values reach "
                               f"{np.abs(x[rows]).max():.3g}, far beyond any observation's)")

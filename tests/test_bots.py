@@ -324,6 +324,14 @@ def test_mc_samples_its_worlds_from_the_reset_seed(monkeypatch):
     assert len({tuple(worlds(seed)) for seed in range(1, 5)}) > 1
 
 
+def searched_candidates(mc: MCAgent) -> list[list[int]]:
+    """The candidate lists of every search ``mc`` makes from now on (it still searches)."""
+    searched = []
+    search = mc.search
+    mc.search = lambda k, cands, default: searched.append(cands) or search(k, cands, default)
+    return searched
+
+
 def test_mc_searches_the_setup_phases():
     # the President's return in the exchange goes through the search too
     titles = ["President", "Vice-President", "Vice-Arschloch", "Arschloch"]
@@ -331,9 +339,7 @@ def test_mc_searches_the_setup_phases():
                           ["9D", "QD"], ["9H", "9S"]],
                  phase=GIVE, titles=titles, to_give=2, give_to=3, hidden_rest=True)
     mc = MCAgent(budget=16, min_worlds=2)
-    searched = []
-    search = mc.search
-    mc.search = lambda k, cands, default: searched.append(cands) or search(k, cands, default)
+    searched = searched_candidates(mc)
     a = act(mc, g)
     # every card it may give back was a candidate of the search, which chose among them
     assert searched == [[g.codec.give(r) for r in (0, 1, 3, 4, 6, 7)]]
@@ -343,19 +349,17 @@ def test_mc_searches_the_setup_phases():
 def test_mc_searches_whole_groups_and_single_cards_when_it_leads():
     """A lead's candidates: each rank whole or one card of it (the other splits of a group
     are not searched), and the expert's own lead whatever it is."""
-    g = position("culo", [["7C", "8C", "8D", "8H", "9S", "KC", "KD"], ["9C", "QC"], ["9D", "QD"],
-                          ["9H", "QS"]], hidden_rest=True)
+    hands = [["7C", "8C", "8D", "8H", "9S", "KC", "KD"], ["9C", "QC"], ["9D", "QD"],
+             ["9H", "QS"]]
+    g = position("culo", hands, hidden_rest=True)
     mc = MCAgent(budget=16, min_worlds=2)
-    searched = []
-    search = mc.search
-    mc.search = lambda k, cands, default: searched.append(cands) or search(k, cands, default)
+    searched = searched_candidates(mc)
     act(mc, g)
     whole_or_one = [g.codec.play(r, c) for r, c in ((0, 1), (1, 1), (1, 3), (2, 1), (6, 1),
                                                      (6, 2))]
     assert searched[0][:6] == whole_or_one and len(searched[0]) <= 7
     # the same hand answering a single: every legal answer is a candidate
-    g = position("culo", [["7C", "8C", "8D", "8H", "9S", "KC", "KD"], ["9C", "QC"], ["9D", "QD"],
-                          ["9H", "QS"]], table=(["7S"], 3), hidden_rest=True)
+    g = position("culo", hands, table=(["7S"], 3), hidden_rest=True)
     searched.clear()
     act(mc, g)
     assert searched == [g.legal_actions()]

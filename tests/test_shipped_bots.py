@@ -242,12 +242,9 @@ def test_overflowing_logits_are_refused_whatever_action_the_graph_names(name, ru
     """On NaN logits a graph exported before the graph's own check names an action anyway
     (culo's a pass, tavern's a legal lead here): the logits themselves are checked, at a lead
     and where a pass is legal."""
-    import arschloch_env
     from agents.bundle import BundleError, load_bundle
 
-    env = arschloch_env.env(rules=rules, num_players=4)
-    env.reset(seed=2)
-    obs, *_ = env.last()
+    obs = first_observation(rules, 4)
     bot = load_bundle(ROOT / "bots" / name)
     far = obs["observation"].copy()
     far[0] = 3e38
