@@ -1236,6 +1236,7 @@ def test_init_from_starts_a_new_run_from_the_checkpoint(small_run, tmp_path):
 
 @pytest.mark.parametrize("override, message", [
     ("ppo.net_arch=[32,32]", "ppo.net_arch [32, 32] (checkpoint: [64, 64])"),
+    ("ppo.critic_arch=[32]", "ppo.critic_arch [32] (checkpoint: [64, 64])"),
     ("vec.critic_state=true", "vec.critic_state True (checkpoint: False)"),
     # found only once the networks are built: the run directory made by then goes again
     ("rules=tavern", "the checkpoint's actor is 413 -> 64 -> 64 -> 49, this run's 593 -> 64 -> "
@@ -1247,6 +1248,25 @@ def test_init_from_refuses_another_network(small_run, tmp_path, override, messag
     res = cli_in_process(*train_args(tmp_path / "run", f"init_from={small_run}", override))
     assert res.returncode == 2 and message in res.stderr, res.stderr[-2000:]
     assert not (tmp_path / "run").exists()
+
+
+def test_critic_arch_sizes_the_critic_alone(tmp_path):
+    """``ppo.critic_arch`` gives the critic its own hidden layers; the actor, and so the
+    bundle, keep ``ppo.net_arch``'s, and a checkpoint records both."""
+    from train.ppo_vec import train
+    from train.ppo_vec_io import checkpoint_mlp, layer_sizes, load_checkpoint
+
+    cfg = load_config(CONFIGS[0], ["total_steps=1024", "checkpoint_every=1024", "eval.every=0",
+                                   "vec.num_games=64", "vec.rollout_steps=16",
+                                   "torch_threads=1", "vec.collect_threads=1",
+                                   "ppo.net_arch=[24,24]", "ppo.critic_arch=[8]"])
+    run = tmp_path / "run"
+    final = train(cfg, run, progress=False)
+    state = load_checkpoint(final)
+    assert layer_sizes(state["actor"]) == [413, 24, 24, 49]
+    assert layer_sizes(state["critic"]) == [state["critic_input"], 8, 1]
+    assert state["net_arch"] == [24, 24] and state["critic_arch"] == [8]
+    assert [w.shape for w, _ in checkpoint_mlp(final).layers] == [(24, 413), (24, 24), (49, 24)]
 
 
 def test_init_from_a_run_not_trained_yet_says_what_to_do(tmp_path):

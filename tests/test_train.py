@@ -62,6 +62,8 @@ def test_shipped_configs_load():
     ("seed=4294967296", "seed: 4294967296 is not allowed; it must be 0 .. 2**32 - 1"),
     ("players=[7]", "players: [7] must be a non-empty list of 3..6"),
     ("ppo.net_arch=[64, 0]", "ppo.net_arch: [64, 0] must be positive layer sizes"),
+    ("ppo.critic_arch=[]", "ppo.critic_arch: [] must be positive layer sizes"),
+    ("ppo.critic_arch=[0]", "ppo.critic_arch: [0] must be positive layer sizes"),
     ("league.mix={nope: 1.0}", "league.mix: unknown agent spec 'nope'"),
     ("league.mix={current: 1.0, snapshot: 0}", "league.mix: unknown agent spec 'snapshot'"),
     ("eval.opponents=[random, nope]", "eval.opponents: unknown agent spec 'nope'"),
@@ -448,6 +450,7 @@ def test_new_run_refuses_an_existing_run_dir(smoke_run):
 
 @pytest.mark.parametrize("args, says", [
     (["--set", "ppo.net_arch=[32]"], "ppo.net_arch cannot change in a resumed run"),
+    (["--set", "ppo.critic_arch=[32]"], "ppo.critic_arch cannot change in a resumed run"),
     (["--set", "league.mix={random: 1.0}"], "league.mix.random"),
     (["--config", "configs/ppo_demo.yaml"], "differs in"),
 ])
@@ -1733,9 +1736,12 @@ def test_resume_from_a_damaged_checkpoint_names_it(smoke_run, tmp_path):
 
 
 @pytest.mark.parametrize("overrides, says", [
-    (["ppo.net_arch=[32,32]"], "holds a network of hidden layers [32, 32] (tanh), not this "
-                               "run's ppo.net_arch [128, 128] (tanh): another run's checkpoint; "
-                               "put this run's back, or start a new run"),
+    (["ppo.net_arch=[32,32]"], "holds a network of hidden layers [32, 32], critic [32, 32] "
+                               "(tanh), not this run's ppo.net_arch [128, 128], critic [128, 128] "
+                               "(tanh): another run's checkpoint; put this run's back, or start "
+                               "a new run"),
+    (["ppo.critic_arch=[16]"], "holds a network of hidden layers [128, 128], critic [16] (tanh), "
+                               "not this run's ppo.net_arch [128, 128], critic [128, 128] (tanh)"),
     (["rules=tavern"], "cannot be loaded (Observation spaces do not match: a checkpoint of "
                        "another deck or observation layout than this run's)"),
 ])

@@ -47,9 +47,18 @@ class PPOConfig:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     net_arch: list[int] = field(default_factory=lambda: [256, 256])
-    """Hidden layer sizes of the actor and of the critic (separate networks)."""
+    """Hidden layer sizes of the actor, and of the critic unless ``critic_arch`` is given
+    (separate networks)."""
+    critic_arch: list[int] | None = None
+    """Hidden layer sizes of the critic (None: ``net_arch``'s). A bundle holds the actor
+    alone, so the critic's size changes the training's cost, not the bot's."""
     activation: str = "tanh"
     """Hidden activation: tanh or relu."""
+
+    @property
+    def critic_hidden(self) -> list[int]:
+        """The critic's hidden layer sizes."""
+        return list(self.net_arch if self.critic_arch is None else self.critic_arch)
 
 
 @dataclass
@@ -501,8 +510,10 @@ def validate(cfg: TrainConfig) -> None:
     check_ranges(cfg)
     if cfg.ppo.activation not in ("tanh", "relu"):
         raise ConfigError(f"ppo.activation: {cfg.ppo.activation!r}; allowed: tanh, relu")
-    if not cfg.ppo.net_arch or any(h < 1 for h in cfg.ppo.net_arch):
-        raise ConfigError(f"ppo.net_arch: {cfg.ppo.net_arch} must be positive layer sizes")
+    for key in ("net_arch", "critic_arch"):
+        sizes = getattr(cfg.ppo, key)
+        if (sizes is not None or key == "net_arch") and (not sizes or any(h < 1 for h in sizes)):
+            raise ConfigError(f"ppo.{key}: {sizes} must be positive layer sizes")
     check_mix("league.mix", cfg.league.mix)
     v = cfg.vec
     if v.rollout_steps < 2 * max(cfg.players):

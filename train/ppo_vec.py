@@ -129,10 +129,9 @@ class Nets:
 
 def make_nets(cfg: TrainConfig, obs_size: int, state_size: int, num_actions: int,
               device) -> Nets:
-    hidden = list(cfg.ppo.net_arch)
-    actor = mlp([obs_size, *hidden, num_actions], cfg.ppo.activation, 0.01).to(device)
+    actor = mlp([obs_size, *cfg.ppo.net_arch, num_actions], cfg.ppo.activation, 0.01).to(device)
     critic_in = state_size if cfg.vec.critic_state else obs_size
-    critic = mlp([critic_in, *hidden, 1], cfg.ppo.activation, 1.0).to(device)
+    critic = mlp([critic_in, *cfg.ppo.critic_hidden, 1], cfg.ppo.activation, 1.0).to(device)
     return Nets(actor, critic, cfg.vec.critic_state, cfg.ppo.activation,
                 uses_bfloat16(cfg.vec.bfloat16, device))
 

@@ -135,10 +135,11 @@ def init_checkpoint(cfg) -> dict[str, Any]:
         state = load_checkpoint(path)
     except ValueError as exc:
         raise ConfigError(f"init_from: {exc}") from None
-    theirs = {"ppo.net_arch": state["net_arch"], "ppo.activation": state["activation"],
-              "vec.critic_state": state["critic_state"]}
-    ours = {"ppo.net_arch": list(cfg.ppo.net_arch), "ppo.activation": cfg.ppo.activation,
-            "vec.critic_state": cfg.vec.critic_state}
+    theirs = {"ppo.net_arch": state["net_arch"],
+              "ppo.critic_arch": state.get("critic_arch", state["net_arch"]),
+              "ppo.activation": state["activation"], "vec.critic_state": state["critic_state"]}
+    ours = {"ppo.net_arch": list(cfg.ppo.net_arch), "ppo.critic_arch": cfg.ppo.critic_hidden,
+            "ppo.activation": cfg.ppo.activation, "vec.critic_state": cfg.vec.critic_state}
     differ = [f"{k} {ours[k]} (checkpoint: {theirs[k]})" for k in ours if ours[k] != theirs[k]]
     if differ:
         raise ConfigError(f"init_from: {path} has another network: {'; '.join(differ)}")
@@ -182,8 +183,8 @@ def load_state(nets, optimizer, state: dict[str, Any]) -> None:
     """Actor, critic and optimizer state from a checkpoint's payload.
 
     Raises:
-        ValueError: the layer sizes differ (another ``ppo.net_arch``, or a network for another
-            deck's observation), with both networks' sizes.
+        ValueError: the layer sizes differ (another ``ppo.net_arch`` or ``ppo.critic_arch``,
+            or a network for another deck's observation), with both networks' sizes.
     """
     for name in ("actor", "critic"):
         theirs = layer_sizes(state[name])
@@ -192,8 +193,8 @@ def load_state(nets, optimizer, state: dict[str, Any]) -> None:
         if theirs != ours:
             raise ValueError(f"the checkpoint's {name} is {' -> '.join(map(str, theirs))}, "
                              f"this run's {' -> '.join(map(str, ours))} (inputs, "
-                             f"ppo.net_arch, outputs): a checkpoint of another network or "
-                             f"another deck")
+                             f"ppo.{'net_arch' if name == 'actor' else 'critic_arch'}, "
+                             f"outputs): a checkpoint of another network or another deck")
     nets.actor.load_state_dict(state["actor"])
     nets.critic.load_state_dict(state["critic"])
     optimizer.load_state_dict(state["optimizer"])

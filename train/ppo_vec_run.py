@@ -109,7 +109,8 @@ class Bookkeeper:
                    "critic": nets.critic.state_dict(), "optimizer": optimizer.state_dict(),
                    "obs_size": actor_in, "num_actions": nets.actor[-1].out_features,
                    "critic_input": nets.critic[0].in_features,
-                   "net_arch": list(cfg.ppo.net_arch), "activation": nets.activation,
+                   "net_arch": list(cfg.ppo.net_arch), "critic_arch": cfg.ppo.critic_hidden,
+                   "activation": nets.activation,
                    "critic_state": nets.critic_state}
         meta = {"steps": steps, "config": cfg.to_dict(), "rules": rules_for(cfg).to_dict(),
                 "seed": cfg.seed, "code_version": code_version(),

@@ -124,8 +124,7 @@ def make_model(cfg: TrainConfig, envs, tb_dir: Path):
 def policy_kwargs(cfg: TrainConfig) -> dict[str, Any]:
     """SB3's ``policy_kwargs`` of the config's network (saved in every checkpoint)."""
     import torch
-    arch = list(cfg.ppo.net_arch)
-    return {"net_arch": {"pi": arch, "vf": list(arch)},
+    return {"net_arch": {"pi": list(cfg.ppo.net_arch), "vf": cfg.ppo.critic_hidden},
             "activation_fn": {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[cfg.ppo.activation]}
 
 
@@ -136,10 +135,11 @@ def network_difference(model, cfg: TrainConfig) -> str:
     if found == policy_kwargs(cfg):
         return ""
     arch = found["net_arch"]
-    hidden = arch.get("pi") if isinstance(arch, dict) else arch
+    pi, vf = (arch.get("pi"), arch.get("vf")) if isinstance(arch, dict) else (arch, arch)
     activation = getattr(found["activation_fn"], "__name__", "?").lower()
-    return (f"a network of hidden layers {hidden} ({activation}), not this run's "
-            f"ppo.net_arch {list(cfg.ppo.net_arch)} ({cfg.ppo.activation})")
+    return (f"a network of hidden layers {pi}, critic {vf} ({activation}), not this run's "
+            f"ppo.net_arch {list(cfg.ppo.net_arch)}, critic {cfg.ppo.critic_hidden} "
+            f"({cfg.ppo.activation})")
 
 
 def load_error_text(exc: Exception) -> str:
