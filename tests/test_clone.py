@@ -288,6 +288,26 @@ def test_held_out_agreement_is_the_written_clones_and_not_its_memory():
     assert agreement_on(order[N // 2:])[0] > 0.9  # the training decisions, learned by heart
 
 
+def test_a_tanh_clone_is_written_as_tanh_and_reports_its_own_agreement(tmp_path):
+    """The activation the fit trained with is the one the policy file plays with, and
+    ``clone`` returns (and the command prints) the agreement its last epoch logged: that of
+    the file written, recomputed here on fit's held-out split."""
+    from train.clone import fit
+    data = collect("greedy", "culo", [4], 1500, seed=1)
+    mlp, agreement = fit(data, [32], activation="tanh", epochs=3, seed=5, log=lambda _: None)
+    assert mlp.activation == "tanh"
+    held = np.random.default_rng(5).permutation(len(data))[:max(1, int(len(data) * 0.05))]
+    held = held[data.mask[held].sum(axis=1) > 1]
+    logits = np.where(data.mask[held] == 1, mlp(data.obs[held].astype(np.float32)), -np.inf)
+    assert agreement == pytest.approx((logits.argmax(axis=1) == data.action[held]).mean(),
+                                      abs=1.01 / len(held))
+    lines = []
+    out = tmp_path / "c.npz"
+    returned = clone("greedy", "culo", [4], 1500, out, [16], "tanh", epochs=2, log=lines.append)
+    assert lines[-1].startswith(f"epoch 2/2: held-out agreement {returned:.3f} (")
+    assert MLP.load(out).activation == "tanh"
+
+
 def test_no_held_out_decision_with_a_choice_is_an_error_not_full_agreement(tmp_path):
     """Agreement is over held-out decisions with a choice: where the one held-out decision
     (seed 89's single 18-decision round) has a single legal action there is no figure, and
@@ -328,6 +348,23 @@ def test_more_jobs_than_cores_collect_what_they_would_on_a_bigger_machine(monkey
     assert pools == [1]
     for field in ("obs", "mask", "action"):
         assert np.array_equal(getattr(wide, field), getattr(narrow, field))
+
+
+def test_more_jobs_than_cores_fit_on_the_cores(monkeypatch, tmp_path):
+    """The fit's torch threads are capped at the usable cores as the processes are: a thread
+    per job beyond them would only make the threads wait on each other."""
+    import torch
+
+    import train.clone
+
+    monkeypatch.setattr(train.clone, "default_jobs", lambda: 1)
+    threads = torch.get_num_threads()
+    try:
+        clone("greedy", "culo", [4], 300, tmp_path / "c.npz", [8], epochs=1, jobs=3,
+              log=lambda _: None)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(threads)
 
 
 class EndsItsProcess:
