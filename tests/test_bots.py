@@ -233,6 +233,31 @@ def test_expert_uses_the_endgame_search():
 def test_sub_hands_weights():
     hands = dict(sub_hands((2, 1, 0), 2, 100))
     assert hands == {(2, 0, 0): 1, (1, 1, 0): 2}
+    # three of 32 cards fall in 120 ways by rank: a limit stops there, the whole set has all
+    assert len(list(sub_hands((4,) * 8, 3, 10 ** 6))) == 120
+    assert len(list(sub_hands((4,) * 8, 3, 25))) == 25
+
+
+def test_uncertain_search_refuses_more_hands_than_its_limit():
+    """Past ``max_hands`` possible hands the search would weigh the first ones it listed
+    only: it reports the budget hit instead, and weighs all of them below it."""
+    s = Solver(8, True)
+    me = (1, 0, 1, 0, 1, 0, 0, 0)
+    with pytest.raises(SearchLimit):
+        s.best_move_uncertain(me, (0, 2, 0, 2, 2, 2, 2, 2), 3, max_hands=24)
+    move = s.best_move_uncertain(me, (0, 2, 0, 2, 2, 2, 2, 2), 3, max_hands=120)  # 50 hands
+    assert move is False or move in [m for m, _ in s.outcomes(me, (0,) * 8, -1, 0)]
+
+
+def test_solver_answers_a_play_by_a_seat_gone_out_apart_from_an_ordinary_one():
+    """A single 10 by a third seat now out (``answer``): passing hands the other seat that
+    same play and wins; on an ordinary table the pass gives it the lead and every move
+    loses. One solver asked both ways answers each as a fresh one does."""
+    mine, other = (1, 0, 1, 0, 0, 0, 0, 1), (1, 0, 0, 1, 0, 0, 0, 0)  # 7 9 A against 7 10
+    for first in (False, True):
+        s = Solver(8, True)
+        for answer in (first, not first):
+            assert s.best_move(mine, other, 3, 1, answer=answer) == (None if answer else False)
 
 
 # -- full matches -----------------------------------------------------------------------------
