@@ -302,7 +302,7 @@ def test_a_tanh_clone_is_written_as_tanh_and_reports_its_own_agreement(tmp_path)
     assert agreement == pytest.approx((logits.argmax(axis=1) == data.action[held]).mean(),
                                       abs=1.01 / len(held))
     lines = []
-    out = tmp_path / "c.npz"
+    out = tmp_path / "new" / "folder" / "c.npz"  # made for it, as the command's --out is
     returned = clone("greedy", "culo", [4], 1500, out, [16], "tanh", epochs=2, log=lines.append)
     assert lines[-1].startswith(f"epoch 2/2: held-out agreement {returned:.3f} (")
     assert MLP.load(out).activation == "tanh"
