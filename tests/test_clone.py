@@ -255,6 +255,14 @@ def test_a_partner_gets_its_own_agent_in_every_seat(monkeypatch):
     assert set(partners) == {0, 1, 2, 3}, partners
 
 
+def agreement_on(mlp: MLP, data: Decisions, rows: np.ndarray) -> tuple[float, int]:
+    """How often ``mlp``'s most likely legal action is the teacher's, over those of ``rows``
+    with a choice, and how many they are."""
+    rows = rows[data.mask[rows].sum(axis=1) > 1]
+    logits = np.where(data.mask[rows] == 1, mlp(data.obs[rows].astype(np.float32)), -np.inf)
+    return float((logits.argmax(axis=1) == data.action[rows]).mean()), len(rows)
+
+
 def test_held_out_agreement_is_the_written_clones_and_not_its_memory():
     """The agreement ``fit`` reports is that of the network it returns (the clone written),
     on held-out decisions with a choice only: recomputed here from the returned network on
@@ -275,17 +283,13 @@ def test_held_out_agreement_is_the_written_clones_and_not_its_memory():
     mlp, agreement = fit(data, [128, 128], epochs=60, batch_size=64, seed=3, held_out=0.5,
                          log=lambda _: None)
 
-    def agreement_on(rows):  # over the rows with a choice; returns it and how many
-        rows = rows[mask[rows].sum(axis=1) > 1]
-        logits = np.where(mask[rows] == 1, mlp(obs[rows].astype(np.float32)), -np.inf)
-        return (logits.argmax(axis=1) == action[rows]).mean(), len(rows)
-
     order = np.random.default_rng(3).permutation(N)  # fit's split: held out first
-    held_out, choices = agreement_on(order[:N // 2])
+    held_out, choices = agreement_on(mlp, data, order[:N // 2])
     # one near-tie may fall the other way in numpy's sums than in torch's
     assert agreement == pytest.approx(held_out, abs=1.01 / choices)
     assert agreement < 0.4, agreement  # chance: a quarter; by heart it would be near 1
-    assert agreement_on(order[N // 2:])[0] > 0.9  # the training decisions, learned by heart
+    # the training decisions, learned by heart
+    assert agreement_on(mlp, data, order[N // 2:])[0] > 0.9
 
 
 def test_a_tanh_clone_is_written_as_tanh_and_reports_its_own_agreement(tmp_path):
@@ -297,10 +301,8 @@ def test_a_tanh_clone_is_written_as_tanh_and_reports_its_own_agreement(tmp_path)
     mlp, agreement = fit(data, [32], activation="tanh", epochs=3, seed=5, log=lambda _: None)
     assert mlp.activation == "tanh"
     held = np.random.default_rng(5).permutation(len(data))[:max(1, int(len(data) * 0.05))]
-    held = held[data.mask[held].sum(axis=1) > 1]
-    logits = np.where(data.mask[held] == 1, mlp(data.obs[held].astype(np.float32)), -np.inf)
-    assert agreement == pytest.approx((logits.argmax(axis=1) == data.action[held]).mean(),
-                                      abs=1.01 / len(held))
+    held_out, choices = agreement_on(mlp, data, held)
+    assert agreement == pytest.approx(held_out, abs=1.01 / choices)
     lines = []
     out = tmp_path / "new" / "folder" / "c.npz"  # made for it, as the command's --out is
     returned = clone("greedy", "culo", [4], 1500, out, [16], "tanh", epochs=2, log=lines.append)
